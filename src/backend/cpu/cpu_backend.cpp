@@ -1,0 +1,56 @@
+#include "backend/cpu/cpu_backend.h"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <string_view>
+
+namespace keel {
+
+namespace {
+CpuIsa detect_isa() {
+  __builtin_cpu_init();
+  CpuIsa isa = CpuIsa::generic;
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) isa = CpuIsa::avx2;
+  if (isa == CpuIsa::avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl"))
+    isa = CpuIsa::avx512;
+  if (isa == CpuIsa::avx512 && __builtin_cpu_supports("avx512bf16")) isa = CpuIsa::avx512_bf16;
+  if (const char* cap = std::getenv("KEEL_CPU_ISA")) {
+    std::string_view c(cap);
+    CpuIsa want = c == "generic" ? CpuIsa::generic
+                  : c == "avx2"  ? CpuIsa::avx2
+                  : c == "avx512" ? CpuIsa::avx512
+                                  : CpuIsa::avx512_bf16;
+    if (want < isa) isa = want;
+  }
+  return isa;
+}
+}  // namespace
+
+CpuIsa cpu_isa() {
+  static const CpuIsa isa = detect_isa();
+  return isa;
+}
+
+const char* cpu_isa_name(CpuIsa isa) {
+  switch (isa) {
+    case CpuIsa::generic: return "generic";
+    case CpuIsa::avx2: return "avx2";
+    case CpuIsa::avx512: return "avx512";
+    case CpuIsa::avx512_bf16: return "avx512-bf16";
+  }
+  return "?";
+}
+
+CpuBackend::CpuBackend(MemoryPool& pool, int n_threads) : pool_(pool), threads_(n_threads) {}
+
+std::string CpuBackend::name() const {
+  return fmt::format("cpu ({}, {} threads)", cpu_isa_name(cpu_isa()), threads_.size());
+}
+
+bool CpuBackend::supports(Op, DType weight_dtype) const {
+  return weight_dtype == DType::f32 || weight_dtype == DType::bf16 || weight_dtype == DType::f16;
+}
+
+}  // namespace keel

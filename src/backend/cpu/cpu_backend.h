@@ -1,0 +1,30 @@
+// The CPU backend: the host pool, one thread pool, and the instruction set the kernels dispatch on at run time.
+#pragma once
+#include <memory>
+
+#include "backend/backend.h"
+#include "backend/cpu/thread_pool.h"
+
+namespace keel {
+
+enum class CpuIsa { generic, avx2, avx512, avx512_bf16 };
+// The best instruction set this CPU has (cached). KEEL_CPU_ISA=generic|avx2|avx512|avx512_bf16 caps it (tests).
+CpuIsa cpu_isa();
+const char* cpu_isa_name(CpuIsa isa);
+
+class CpuBackend final : public Backend {
+ public:
+  // `pool` is the host pool (owned by the caller, outlives the backend). n_threads <= 0: all cores.
+  CpuBackend(MemoryPool& pool, int n_threads);
+  DeviceKind kind() const override { return DeviceKind::cpu; }
+  std::string name() const override;
+  bool supports(Op op, DType weight_dtype) const override;
+  MemoryPool& pool() override { return pool_; }
+  ThreadPool* threads() override { return &threads_; }
+
+ private:
+  MemoryPool& pool_;
+  ThreadPool threads_;
+};
+
+}  // namespace keel

@@ -1,0 +1,47 @@
+// Element types. Plain types have a size per element; packed quantized types store blocks of `block_elems`
+// elements in `block_bytes` bytes (a row's length must be a multiple of block_elems).
+#pragma once
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <string_view>
+
+namespace keel {
+
+enum class DType : uint8_t { f32, f16, bf16, i32, i64, u8, i8, q8_0, q4_0 };
+
+struct DTypeInfo {
+  std::string_view name;  // keel's name ("f32", "bf16", "q8_0", ...)
+  int64_t block_elems;    // 1 for plain types
+  int64_t block_bytes;    // bytes per block (= element size for plain types)
+};
+
+const DTypeInfo& dtype_info(DType t);
+inline std::string_view dtype_name(DType t) { return dtype_info(t).name; }
+inline bool is_quantized(DType t) { return dtype_info(t).block_elems > 1; }
+
+// Bytes for n elements; nullopt when n is not a whole number of blocks or the product overflows int64.
+std::optional<int64_t> dtype_bytes(DType t, int64_t n_elems);
+
+// The safetensors spelling ("F32", "BF16", "I64", ...) to a DType; nullopt for names keel does not read.
+std::optional<DType> dtype_from_safetensors(std::string_view name);
+
+// bf16 and f16 <-> f32, scalar versions (kernels have vector versions beside them).
+inline float bf16_to_f32(uint16_t h) {
+  uint32_t bits = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+// Round to nearest even, as torch does; NaN stays NaN.
+inline uint16_t f32_to_bf16(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x40);
+  bits += 0x7fffu + ((bits >> 16) & 1u);
+  return static_cast<uint16_t>(bits >> 16);
+}
+float f16_to_f32(uint16_t h);
+uint16_t f32_to_f16(float f);
+
+}  // namespace keel

@@ -1,0 +1,102 @@
+// The per-device memory pool. Every tensor allocation keel makes on a device goes through the device's one pool,
+// which counts bytes in use, the peak since a mark, and enforces a limit. A refused allocation is a value
+// (try_allocate returns an empty Allocation) or an Error(out_of_memory) from allocate(); it never aborts.
+// Memory that keel does not allocate but will make resident (mmap'd weights) is counted with reserve().
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+namespace keel {
+
+// Raw storage for one device: CPU memory, or (later) cudaMalloc. Returns nullptr on failure.
+class DeviceAllocator {
+ public:
+  virtual ~DeviceAllocator() = default;
+  virtual void* allocate(int64_t bytes, int64_t alignment) = 0;
+  virtual void release(void* ptr, int64_t bytes) = 0;
+};
+
+// 64-byte aligned host memory from the C heap.
+class HostAllocator final : public DeviceAllocator {
+ public:
+  void* allocate(int64_t bytes, int64_t alignment) override;
+  void release(void* ptr, int64_t bytes) override;
+};
+
+class MemoryPool;
+
+// One allocation, owned: returns its bytes to the pool when destroyed. Move-only. Empty when refused.
+class Allocation {
+ public:
+  Allocation() = default;
+  Allocation(Allocation&& other) noexcept;
+  Allocation& operator=(Allocation&& other) noexcept;
+  Allocation(const Allocation&) = delete;
+  Allocation& operator=(const Allocation&) = delete;
+  ~Allocation();
+
+  explicit operator bool() const { return pool_ != nullptr; }
+  void* data() const { return data_; }
+  int64_t bytes() const { return bytes_; }
+  void reset();
+
+ private:
+  friend class MemoryPool;
+  Allocation(MemoryPool* pool, void* data, int64_t bytes) : pool_(pool), data_(data), bytes_(bytes) {}
+  MemoryPool* pool_ = nullptr;
+  void* data_ = nullptr;  // nullptr for a reservation (counted bytes without storage)
+  int64_t bytes_ = 0;
+};
+
+struct PoolStats {
+  int64_t in_use = 0;        // bytes handed out now (allocations + reservations)
+  int64_t peak = 0;          // highest in_use since the last mark_peak()
+  int64_t limit = 0;         // the enforced limit, bytes
+  int64_t allocations = 0;   // allocations granted since construction
+  int64_t refusals = 0;      // allocations refused (limit or injected failure)
+};
+
+class MemoryPool {
+ public:
+  // `allocator` must outlive the pool; nullptr means a HostAllocator owned by the pool.
+  MemoryPool(std::string device_name, int64_t limit_bytes, DeviceAllocator* allocator = nullptr);
+  ~MemoryPool();
+  MemoryPool(const MemoryPool&) = delete;
+  MemoryPool& operator=(const MemoryPool&) = delete;
+
+  // Allocation of `bytes` (64-byte aligned), or an empty Allocation when the limit (or an injected failure,
+  // or the allocator) refuses. `what` names the allocation in logs.
+  Allocation try_allocate(int64_t bytes, std::string_view what);
+  // As try_allocate, but a refusal throws Error(out_of_memory) naming `what`, the size and the pool's numbers.
+  Allocation allocate(int64_t bytes, std::string_view what);
+  // Counts `bytes` against the limit without allocating storage (e.g. mmap'd weights that become resident).
+  Allocation reserve(int64_t bytes, std::string_view what);
+
+  PoolStats stats() const;
+  int64_t in_use() const { return stats().in_use; }
+  int64_t peak() const { return stats().peak; }
+  int64_t limit() const { return stats().limit; }
+  void set_limit(int64_t limit_bytes);
+  // Starts a new peak window: peak = in_use.
+  void mark_peak();
+  // Test switch: the n-th allocation from now (1-based) is refused; 0 turns it off. Reservations count too.
+  void fail_nth_allocation(int64_t n);
+  const std::string& device_name() const { return device_name_; }
+
+ private:
+  friend class Allocation;
+  Allocation take(int64_t bytes, std::string_view what, bool storage);
+  void give_back(void* data, int64_t bytes);
+
+  std::string device_name_;
+  std::unique_ptr<DeviceAllocator> owned_allocator_;
+  DeviceAllocator* allocator_;
+  mutable std::mutex mutex_;
+  PoolStats stats_;
+  int64_t fail_countdown_ = 0;  // 0: off; otherwise refuse when it reaches 1
+};
+
+}  // namespace keel
