@@ -43,10 +43,11 @@ const char* cpu_isa_name(CpuIsa isa) {
   return "?";
 }
 
-CpuBackend::CpuBackend(MemoryPool& pool, int n_threads) : pool_(pool), threads_(n_threads) {}
+CpuBackend::CpuBackend(MemoryPool& pool, int n_threads, CpuIsa isa)
+    : pool_(pool), isa_(isa < cpu_isa() ? isa : cpu_isa()), threads_(n_threads) {}
 
 std::string CpuBackend::name() const {
-  return fmt::format("cpu ({}, {} threads)", cpu_isa_name(cpu_isa()), threads_.size());
+  return fmt::format("cpu ({}, {} threads)", cpu_isa_name(isa_), threads_.size());
 }
 
 bool CpuBackend::supports(Op, DType weight_dtype) const {

@@ -15,15 +15,18 @@ const char* cpu_isa_name(CpuIsa isa);
 class CpuBackend final : public Backend {
  public:
   // `pool` is the host pool (owned by the caller, outlives the backend). n_threads <= 0: all cores.
-  CpuBackend(MemoryPool& pool, int n_threads);
+  // `isa` picks the kernels (tests run each path); it is capped at cpu_isa().
+  CpuBackend(MemoryPool& pool, int n_threads, CpuIsa isa = cpu_isa());
   DeviceKind kind() const override { return DeviceKind::cpu; }
   std::string name() const override;
   bool supports(Op op, DType weight_dtype) const override;
   MemoryPool& pool() override { return pool_; }
   ThreadPool* threads() override { return &threads_; }
+  CpuIsa isa() const { return isa_; }
 
  private:
   MemoryPool& pool_;
+  CpuIsa isa_;
   ThreadPool threads_;
 };
 

@@ -1,0 +1,249 @@
+// The one harness every op test uses (docs/OPS.md): the backends to run on, fresh random inputs with the seed
+// printed on failure, tolerance checks that name the worst element, bitwise equality, and workspace measurement.
+//
+//   TEST(Rope, MatchesReference) {
+//     KEEL_TEST_RNG(rng);                               // fresh seed; KEEL_TEST_SEED=<n> replays one
+//     for (OpBackend* ob : op_backends()) {
+//       SCOPED_TRACE(ob->name);
+//       Tensor x = random_tensor(*ob, rng, DType::f32, {7, 4, 64});
+//       std::vector<double> ref = ...;                  // plain double loops over values(x)
+//       int64_t peak = pool_peak_during(ob->pool(), [&] { ops::rope(ob->be(), ...); });
+//       EXPECT_TRUE(all_close(values(out), ref, 1e-6 * max_abs(ref), 1e-5));
+//       EXPECT_TRUE(workspace_ok(peak, ops::rope_workspace_bytes(...)));
+//     }
+//   }
+//
+// Tensors made here live in the backend's pool (host memory for the CPU backend). values() and tensor_from()
+// are the only ways tests move data in and out, so a device backend later adds its copies there.
+#pragma once
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <initializer_list>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "backend/cpu/cpu_backend.h"
+#include "core/dtype.h"
+#include "core/pool.h"
+#include "core/tensor.h"
+
+namespace keel::testing {
+
+// ---- backends ---------------------------------------------------------------------------------------------------
+
+struct OpBackend {
+  std::string name;
+  std::unique_ptr<MemoryPool> pool_;
+  std::unique_ptr<Backend> backend;
+  Backend& be() { return *backend; }
+  MemoryPool& pool() { return *pool_; }
+};
+
+// Every backend the op tests run on, built once per test binary: a CpuBackend for each ISA this CPU has (generic,
+// avx2, avx512, avx512_bf16; KEEL_CPU_ISA caps the list) with 3 threads (more threads than the CI's cores, so
+// uneven splits happen), plus the best ISA with 1 thread. Each has its own pool (1 GiB limit) so workspace
+// peaks are per backend. Later: a CUDA backend when built with KEEL_CUDA.
+inline std::vector<OpBackend*> op_backends() {
+  static std::vector<std::unique_ptr<OpBackend>> all = [] {
+    std::vector<std::unique_ptr<OpBackend>> v;
+    auto add = [&](CpuIsa isa, int threads) {
+      auto ob = std::make_unique<OpBackend>();
+      ob->pool_ = std::make_unique<MemoryPool>("cpu", int64_t{1} << 30);
+      ob->backend = std::make_unique<CpuBackend>(*ob->pool_, threads, isa);
+      ob->name = ob->backend->name();
+      v.push_back(std::move(ob));
+    };
+    for (CpuIsa isa : {CpuIsa::generic, CpuIsa::avx2, CpuIsa::avx512, CpuIsa::avx512_bf16})
+      if (isa <= cpu_isa()) add(isa, 3);
+    add(cpu_isa(), 1);
+    return v;
+  }();
+  std::vector<OpBackend*> out;
+  for (auto& ob : all) out.push_back(ob.get());
+  return out;
+}
+
+// ---- random inputs ----------------------------------------------------------------------------------------------
+
+// A fresh seed per test (std::random_device), or KEEL_TEST_SEED=<n> to replay a failure.
+class TestRng {
+ public:
+  TestRng() {
+    const char* env = std::getenv("KEEL_TEST_SEED");
+    seed_ = env ? std::strtoull(env, nullptr, 10) : (uint64_t{std::random_device{}()} << 32) ^ std::random_device{}();
+    gen_.seed(seed_);
+  }
+  uint64_t seed() const { return seed_; }
+  std::string describe() const {
+    return "random seed " + std::to_string(seed_) + " (replay: KEEL_TEST_SEED=" + std::to_string(seed_) + ")";
+  }
+  double uniform(double lo = -1.0, double hi = 1.0) { return std::uniform_real_distribution<double>(lo, hi)(gen_); }
+  double normal(double mean = 0.0, double stddev = 1.0) { return std::normal_distribution<double>(mean, stddev)(gen_); }
+  int64_t integer(int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(gen_); }  // [lo, hi]
+  std::mt19937_64& engine() { return gen_; }
+
+ private:
+  uint64_t seed_;
+  std::mt19937_64 gen_;
+};
+
+// Declares `TestRng var` and puts its seed on every failure message in the enclosing scope.
+#define KEEL_TEST_RNG(var)          \
+  ::keel::testing::TestRng var;     \
+  SCOPED_TRACE(var.describe())
+
+// ---- moving values in and out ----------------------------------------------------------------------------------
+
+// The element at flat row-major index `i` of the view's shape, as double (f32/f16/bf16/i32/i64).
+inline double element(const Tensor& t, int64_t i) {
+  int64_t idx[kMaxDims] = {0, 0, 0, 0};
+  for (int d = t.ndim() - 1; d >= 0; --d) {
+    idx[d] = i % t.dim(d);
+    i /= t.dim(d);
+  }
+  const void* p = t.at(idx[0], idx[1], idx[2], idx[3]);
+  switch (t.dtype()) {
+    case DType::f32: return *static_cast<const float*>(p);
+    case DType::bf16: return bf16_to_f32(*static_cast<const uint16_t*>(p));
+    case DType::f16: return f16_to_f32(*static_cast<const uint16_t*>(p));
+    case DType::i32: return *static_cast<const int32_t*>(p);
+    case DType::i64: return static_cast<double>(*static_cast<const int64_t*>(p));
+    default: ADD_FAILURE() << "element(): dtype " << dtype_name(t.dtype()) << " not readable"; return 0;
+  }
+}
+
+inline void set_element(const Tensor& t, int64_t i, double value) {
+  int64_t idx[kMaxDims] = {0, 0, 0, 0};
+  for (int d = t.ndim() - 1; d >= 0; --d) {
+    idx[d] = i % t.dim(d);
+    i /= t.dim(d);
+  }
+  void* p = t.at(idx[0], idx[1], idx[2], idx[3]);
+  switch (t.dtype()) {
+    case DType::f32: *static_cast<float*>(p) = static_cast<float>(value); break;
+    case DType::bf16: *static_cast<uint16_t*>(p) = f32_to_bf16(static_cast<float>(value)); break;
+    case DType::f16: *static_cast<uint16_t*>(p) = f32_to_f16(static_cast<float>(value)); break;
+    case DType::i32: *static_cast<int32_t*>(p) = static_cast<int32_t>(value); break;
+    case DType::i64: *static_cast<int64_t*>(p) = static_cast<int64_t>(value); break;
+    default: ADD_FAILURE() << "set_element(): dtype " << dtype_name(t.dtype()) << " not writable";
+  }
+}
+
+// All elements of a (possibly strided) view in row-major order, as the values the kernel sees (bf16/f16
+// widened exactly), so references are built from the same rounded numbers.
+inline std::vector<double> values(const Tensor& t) {
+  std::vector<double> v(static_cast<size_t>(t.numel()));
+  for (int64_t i = 0; i < t.numel(); ++i) v[static_cast<size_t>(i)] = element(t, i);
+  return v;
+}
+
+// A new contiguous tensor on the backend holding `v` (rounded to dtype).
+inline Tensor tensor_from(OpBackend& ob, DType dtype, std::initializer_list<int64_t> shape,
+                          const std::vector<double>& v, std::string_view what = "test input") {
+  Tensor t = Tensor::empty(ob.pool(), dtype, shape, what);
+  EXPECT_EQ(static_cast<int64_t>(v.size()), t.numel()) << "tensor_from: value count vs shape " << t.shape_string();
+  for (int64_t i = 0; i < t.numel() && i < static_cast<int64_t>(v.size()); ++i)
+    set_element(t, i, v[static_cast<size_t>(i)]);
+  return t;
+}
+
+// Uniform in [-scale, scale], rounded to dtype.
+inline Tensor random_tensor(OpBackend& ob, TestRng& rng, DType dtype, std::initializer_list<int64_t> shape,
+                            double scale = 1.0, std::string_view what = "random input") {
+  Tensor t = Tensor::empty(ob.pool(), dtype, shape, what);
+  for (int64_t i = 0; i < t.numel(); ++i) set_element(t, i, rng.uniform(-scale, scale));
+  return t;
+}
+
+// An output tensor filled with NaN, so an element the kernel forgets to write fails every comparison.
+inline Tensor nan_tensor(OpBackend& ob, std::initializer_list<int64_t> shape, std::string_view what = "output") {
+  Tensor t = Tensor::empty(ob.pool(), DType::f32, shape, what);
+  for (int64_t i = 0; i < t.numel(); ++i) t.ptr<float>()[i] = std::nanf("");
+  return t;
+}
+
+// ---- comparisons ------------------------------------------------------------------------------------------------
+
+inline double max_abs(const std::vector<double>& v) {
+  double m = 0;
+  for (double x : v) m = std::max(m, std::fabs(x));
+  return m;
+}
+
+// |actual − ref| ≤ atol + rtol·|ref| for every element (NaN anywhere fails). On failure: how many fail, and the
+// worst one (largest excess over its allowance) with its index, both values and the allowance.
+inline ::testing::AssertionResult all_close(const std::vector<double>& actual, const std::vector<double>& ref,
+                                            double atol, double rtol) {
+  if (actual.size() != ref.size())
+    return ::testing::AssertionFailure() << "size " << actual.size() << " vs reference " << ref.size();
+  size_t bad = 0, worst = 0;
+  double worst_excess = -1, max_diff = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    double diff = std::fabs(actual[i] - ref[i]);
+    double allowed = atol + rtol * std::fabs(ref[i]);
+    bool ok = diff <= allowed;  // false for NaN
+    if (!std::isnan(diff)) max_diff = std::max(max_diff, diff);
+    double excess = std::isnan(diff) ? INFINITY : diff - allowed;
+    if (!ok) {
+      ++bad;
+      if (excess > worst_excess) worst_excess = excess, worst = i;
+    }
+  }
+  if (bad == 0) return ::testing::AssertionSuccess() << "max |diff| " << max_diff;
+  return ::testing::AssertionFailure() << bad << " of " << ref.size() << " elements outside atol " << atol
+                                       << " + rtol " << rtol << "·|ref|; worst at flat index " << worst
+                                       << ": actual " << actual[worst] << ", reference " << ref[worst] << ", |diff| "
+                                       << std::fabs(actual[worst] - ref[worst]) << ", allowed "
+                                       << atol + rtol * std::fabs(ref[worst]);
+}
+
+inline ::testing::AssertionResult all_close(const Tensor& actual, const std::vector<double>& ref, double atol,
+                                            double rtol) {
+  return all_close(values(actual), ref, atol, rtol);
+}
+
+// Same shape, dtype and bits in every element (the batch-invariance and pieces-vs-whole checks).
+inline ::testing::AssertionResult bitwise_equal(const Tensor& a, const Tensor& b) {
+  if (a.numel() != b.numel() || a.dtype() != b.dtype())
+    return ::testing::AssertionFailure() << "shape/dtype differ: " << a.shape_string() << " " << dtype_name(a.dtype())
+                                         << " vs " << b.shape_string() << " " << dtype_name(b.dtype());
+  int64_t size = dtype_info(a.dtype()).block_bytes;
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    int64_t ia[kMaxDims] = {0, 0, 0, 0}, ib[kMaxDims] = {0, 0, 0, 0}, r = i, s = i;
+    for (int d = a.ndim() - 1; d >= 0; --d) ia[d] = r % a.dim(d), r /= a.dim(d);
+    for (int d = b.ndim() - 1; d >= 0; --d) ib[d] = s % b.dim(d), s /= b.dim(d);
+    if (std::memcmp(a.at(ia[0], ia[1], ia[2], ia[3]), b.at(ib[0], ib[1], ib[2], ib[3]), static_cast<size_t>(size)))
+      return ::testing::AssertionFailure() << "first difference at flat index " << i << ": " << element(a, i)
+                                           << " vs " << element(b, i) << " (of " << a.numel() << ")";
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// ---- workspace --------------------------------------------------------------------------------------------------
+
+// Bytes the pool's high-water mark rose above its in_use before `fn` (allocate outputs before calling this).
+inline int64_t pool_peak_during(MemoryPool& pool, const std::function<void()>& fn) {
+  int64_t before = pool.in_use();
+  pool.mark_peak();
+  fn();
+  EXPECT_EQ(pool.in_use(), before) << "the op did not return all its workspace to the pool";
+  return pool.peak() - before;
+}
+
+// docs/OPS.md: measured ≤ planned ≤ 1.25 × measured (both 0 for an op without workspace).
+inline ::testing::AssertionResult workspace_ok(int64_t measured, int64_t planned) {
+  if (measured <= planned && 4 * planned <= 5 * measured) return ::testing::AssertionSuccess();
+  if (measured == 0 && planned == 0) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "workspace: measured pool peak " << measured << " bytes, planned "
+                                       << planned << " bytes (need measured ≤ planned ≤ 1.25·measured)";
+}
+
+}  // namespace keel::testing
