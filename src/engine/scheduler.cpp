@@ -1,0 +1,371 @@
+#include "engine/scheduler.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+namespace keel {
+
+const char* finish_reason_name(FinishReason r) {
+  switch (r) {
+    case FinishReason::stop: return "stop";
+    case FinishReason::length: return "length";
+    case FinishReason::cancelled: return "cancelled";
+    case FinishReason::error: return "error";
+  }
+  return "?";
+}
+
+struct Scheduler::Sequence {
+  uint64_t id = 0;
+  Request request;
+  std::vector<int32_t> tokens;  // prompt + generated: everything the sequence has said
+  int64_t n_prompt = 0;
+  int64_t n_generated = 0;
+  std::unique_ptr<SequenceState> state;  // null before its first step and after a preemption
+  int failed_attempts = 0;               // consecutive failed steps this sequence took part in
+
+  int64_t in_state() const { return state ? state->tokens() : 0; }
+  int64_t remaining() const { return static_cast<int64_t>(tokens.size()) - in_state(); }
+  bool cancelled() const { return request.cancelled && request.cancelled->load(); }
+};
+
+Scheduler::Scheduler(Model& model, MemoryPool& pool, SchedulerConfig config)
+    : model_(model), pool_(pool), config_(config), baseline_(pool.in_use()) {
+  config_.n_slots = std::max(1, config_.n_slots);
+  config_.prefill_chunk_size = std::max<int64_t>(1, config_.prefill_chunk_size);
+  step_token_cap_ = std::max<int64_t>(config_.prefill_chunk_size, config_.n_slots);
+}
+
+Scheduler::~Scheduler() {
+  for (auto& s : running_) finish(*s, FinishReason::cancelled, nullptr);
+  running_.clear();
+  while (!waiting_.empty()) {
+    finish(*waiting_.front(), FinishReason::cancelled, nullptr);
+    waiting_.pop_front();
+  }
+}
+
+uint64_t Scheduler::submit(Request request) {
+  const int64_t n = static_cast<int64_t>(request.prompt.size());
+  if (n == 0) throw_error(ErrorCode::invalid_argument, "the prompt is empty");
+  if (request.max_new_tokens < 1)
+    throw_error(ErrorCode::invalid_argument, "max_tokens must be at least 1 (got {})", request.max_new_tokens);
+  if (!request.chooser) throw_error(ErrorCode::invalid_argument, "request without a token chooser");
+  if (n + 1 > config_.ctx_size) {
+    ++stats_.refused_context;
+    throw_error(ErrorCode::context_length_exceeded,
+                "the prompt has {} tokens but the context holds {} per sequence, leaving no room for a generated token",
+                n, config_.ctx_size);
+  }
+  // The smallest step this request will ever need: its whole prompt in state, one more token in flight.
+  StepShapeItem last{1, n, 1};
+  int64_t need = model_.state_bytes(n + 1) + model_.step_transient_bytes({&last, 1});
+  if (baseline_ + need > pool_.limit()) {
+    ++stats_.refused_context;
+    throw_error(ErrorCode::context_length_exceeded,
+                "the prompt has {} tokens; it needs {} bytes of sequence state and step memory, but the memory limit "
+                "of {} bytes leaves {} after the model",
+                n, need, pool_.limit(), pool_.limit() - baseline_);
+  }
+  auto seq = std::make_unique<Sequence>();
+  seq->id = next_id_++;
+  seq->n_prompt = n;
+  seq->tokens = request.prompt;
+  seq->request = std::move(request);
+  uint64_t id = seq->id;
+  waiting_.push_back(std::move(seq));
+  return id;
+}
+
+int64_t Scheduler::growth_bytes(const Sequence& seq, int64_t n_tokens) const {
+  int64_t held = seq.state ? seq.state->bytes() : 0;
+  return std::max<int64_t>(0, model_.state_bytes(seq.in_state() + n_tokens) - held);
+}
+
+StepShapeItem Scheduler::shape_of(const Sequence& seq, int64_t n_tokens) const {
+  bool reaches_end = n_tokens == seq.remaining();
+  return StepShapeItem{n_tokens, seq.in_state(), reaches_end ? 1 : 0};
+}
+
+bool Scheduler::fits(const std::vector<StepShapeItem>& shape, int64_t growth) const {
+  int64_t transient = model_.step_transient_bytes(shape);
+  return pool_.in_use() + transient + growth <= pool_.limit();
+}
+
+void Scheduler::admit_waiting() {
+  while (static_cast<int>(running_.size()) < config_.n_slots && !waiting_.empty()) {
+    running_.push_back(std::move(waiting_.front()));
+    waiting_.pop_front();
+  }
+}
+
+void Scheduler::drop_cancelled() {
+  for (size_t i = 0; i < running_.size();) {
+    if (running_[i]->cancelled()) {
+      finish(*running_[i], FinishReason::cancelled, nullptr);
+      running_.erase(running_.begin() + static_cast<long>(i));
+    } else {
+      ++i;
+    }
+  }
+  for (size_t i = 0; i < waiting_.size();) {
+    if (waiting_[i]->cancelled()) {
+      finish(*waiting_[i], FinishReason::cancelled, nullptr);
+      waiting_.erase(waiting_.begin() + static_cast<long>(i));
+    } else {
+      ++i;
+    }
+  }
+}
+
+std::optional<PlannedStep> Scheduler::plan_next() {
+  drop_cancelled();
+  admit_waiting();
+  PlannedStep plan;
+  std::vector<StepShapeItem> shape;
+  int64_t growth = 0, tokens = 0;
+  // Decode tokens first, so one long prompt never stalls the others' streams.
+  for (auto& seq : running_) {
+    if (seq->remaining() != 1 || tokens >= step_token_cap_) continue;
+    shape.push_back(shape_of(*seq, 1));
+    int64_t g = growth_bytes(*seq, 1);
+    if (!fits(shape, growth + g)) {
+      shape.pop_back();
+      continue;
+    }
+    growth += g;
+    ++tokens;
+    plan.items.push_back({seq->id, 1});
+  }
+  // Then prefill chunks, oldest sequence first, each the largest that fits (binary search: bytes grow with n).
+  for (auto& seq : running_) {
+    if (seq->remaining() <= 1) continue;
+    int64_t n_max = std::min(seq->remaining(), step_token_cap_ - tokens);
+    n_max = std::min(n_max, config_.prefill_chunk_size);
+    if (n_max <= 0) break;
+    auto try_n = [&](int64_t n) {
+      shape.push_back(shape_of(*seq, n));
+      bool ok = fits(shape, growth + growth_bytes(*seq, n));
+      shape.pop_back();
+      return ok;
+    };
+    int64_t best = 0;
+    if (try_n(n_max)) {
+      best = n_max;
+    } else {
+      int64_t lo = 0, hi = n_max;  // fits(lo) (or lo == 0), !fits(hi)
+      while (hi - lo > 1) {
+        int64_t mid = lo + (hi - lo) / 2;
+        (try_n(mid) ? lo : hi) = mid;
+      }
+      best = lo;
+      if (best > 0) ++stats_.shrunk_steps;
+    }
+    if (best == 0) {
+      if (!seq->state) ++stats_.deferred;
+      continue;
+    }
+    shape.push_back(shape_of(*seq, best));
+    growth += growth_bytes(*seq, best);
+    tokens += best;
+    plan.items.push_back({seq->id, best});
+  }
+  if (plan.items.empty()) return std::nullopt;
+  plan.planned_transient = model_.step_transient_bytes(shape);
+  plan.planned_growth = growth;
+  return plan;
+}
+
+bool Scheduler::step() {
+  std::optional<PlannedStep> plan = plan_next();
+  if (plan) {
+    run_planned(*plan);
+    return true;
+  }
+  if (running_.empty() && waiting_.empty()) return false;
+  // Nothing fits. Reclaim memory held elsewhere (the prompt cache); else preempt the least-advanced of several
+  // sequences holding state; else the one sequence that cannot move even alone fails, with a retryable error.
+  if (reclaim_ && reclaim_() > 0) return true;
+  int holders = 0;
+  for (auto& s : running_) holders += s->state ? 1 : 0;
+  if (holders >= 2 && preempt_least_advanced(nullptr)) return true;
+  auto stuck = std::find_if(running_.begin(), running_.end(), [](auto& s) { return s->state != nullptr; });
+  if (stuck == running_.end()) stuck = running_.begin();
+  Error err(ErrorCode::out_of_memory,
+            fmt::format("not enough memory to continue: the sequence holds {} tokens, {} bytes are in use of a "
+                        "{}-byte limit; retry later or with a shorter conversation",
+                        (*stuck)->in_state(), pool_.in_use(), pool_.limit()));
+  ++stats_.failed_memory;
+  finish(**stuck, FinishReason::error, &err);
+  running_.erase(stuck);
+  return true;
+}
+
+void Scheduler::run_until_idle() {
+  while (step()) {
+  }
+}
+
+bool Scheduler::preempt_least_advanced(const Sequence* keep) {
+  // Preempt the least-advanced sequence that holds state (fewest tokens in state), other than `keep`.
+  Sequence* victim = nullptr;
+  for (auto& s : running_) {
+    if (s.get() == keep || !s->state) continue;
+    if (!victim || s->in_state() < victim->in_state()) victim = s.get();
+  }
+  if (!victim) return false;
+  preempt(*victim);
+  return true;
+}
+
+void Scheduler::preempt(Sequence& seq) {
+  ++stats_.preemptions;
+  seq.state.reset();  // re-prefilled from its tokens later
+  auto it = std::find_if(running_.begin(), running_.end(), [&](auto& p) { return p.get() == &seq; });
+  waiting_.push_front(std::move(*it));
+  running_.erase(it);
+}
+
+void Scheduler::finish(Sequence& seq, FinishReason reason, const Error* error) {
+  seq.state.reset();
+  if (seq.request.sink) seq.request.sink->on_finish(reason, error);
+  seq.request.sink.reset();
+}
+
+void Scheduler::run_planned(const PlannedStep& plan) {
+  std::vector<Sequence*> seqs;
+  for (const auto& item : plan.items) {
+    auto it = std::find_if(running_.begin(), running_.end(), [&](auto& p) { return p->id == item.seq_id; });
+    seqs.push_back(it->get());
+  }
+  auto on_failure = [&](const Error& e) {
+    ++stats_.failed_steps;
+    step_token_cap_ = std::max<int64_t>(1, step_token_cap_ / 2);
+    bool survives = model_.state_survives_failed_step();
+    for (Sequence* s : seqs) {
+      ++s->failed_attempts;
+      if (!survives) s->state.reset();
+    }
+    spdlog::warn("step of {} sequences failed ({}); retrying with at most {} tokens", seqs.size(), e.what(),
+                 step_token_cap_);
+    // Fail alone, with a retryable error, every sequence that has failed too often; reclaim for the others.
+    for (size_t i = 0; i < running_.size();) {
+      Sequence& s = *running_[i];
+      if (s.failed_attempts >= config_.max_failed_attempts) {
+        Error err(ErrorCode::out_of_memory,
+                  fmt::format("not enough memory after {} attempts ({}); retry later", s.failed_attempts, e.what()));
+        ++stats_.failed_memory;
+        finish(s, FinishReason::error, &err);
+        running_.erase(running_.begin() + static_cast<long>(i));
+      } else {
+        ++i;
+      }
+    }
+    if (reclaim_) reclaim_();
+  };
+
+  std::vector<StepItem> items;
+  int64_t before_states = 0;
+  try {
+    for (size_t i = 0; i < seqs.size(); ++i) {
+      Sequence& s = *seqs[i];
+      if (!s.state) s.state = model_.new_state();
+    }
+    for (size_t i = 0; i < seqs.size(); ++i) {
+      Sequence& s = *seqs[i];
+      int64_t n = plan.items[i].n_tokens;
+      int64_t start = s.in_state();
+      StepItem item;
+      item.state = s.state.get();
+      item.tokens = std::span<const int32_t>(s.tokens.data() + start, static_cast<size_t>(n));
+      item.n_logits = (start + n == static_cast<int64_t>(s.tokens.size())) ? 1 : 0;
+      item.cancelled = s.request.cancelled.get();
+      items.push_back(item);
+      before_states += s.state->bytes();
+    }
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::out_of_memory) throw;
+    on_failure(e);
+    return;
+  }
+
+  const int64_t before = pool_.in_use();
+  pool_.mark_peak();
+  Tensor logits;
+  try {
+    logits = model_.forward(items);
+  } catch (const Error& e) {
+    if (e.code() == ErrorCode::out_of_memory) {
+      on_failure(e);
+      return;
+    }
+    // Cancelled (every item), or a model error: those sequences end; the others go on.
+    bool survives = model_.state_survives_failed_step();
+    for (Sequence* s : seqs) {
+      if (!survives) s->state.reset();
+    }
+    if (e.code() != ErrorCode::cancelled) {
+      spdlog::error("step failed: {}", e.what());
+      for (Sequence* s : seqs) {
+        auto it = std::find_if(running_.begin(), running_.end(), [&](auto& p) { return p.get() == s; });
+        finish(*s, FinishReason::error, &e);
+        running_.erase(it);
+      }
+    }
+    return;  // cancelled sequences are dropped by the next plan
+  }
+  ++stats_.steps;
+  step_token_cap_ = std::max<int64_t>(config_.prefill_chunk_size, config_.n_slots);
+  int64_t after_states = 0;
+  for (Sequence* s : seqs) after_states += s->state->bytes();
+  int64_t measured = pool_.peak() - before - (after_states - before_states);
+  stats_.last_planned_transient = plan.planned_transient;
+  stats_.last_measured_transient = measured;
+  if (plan.planned_transient > 0)
+    stats_.max_measured_over_planned_permille =
+        std::max(stats_.max_measured_over_planned_permille, 1000 * measured / plan.planned_transient);
+  if (measured > plan.planned_transient) {
+    ++stats_.plan_exceeded;
+    spdlog::error("bug: step used {} transient bytes, planned {}", measured, plan.planned_transient);
+  }
+
+  // Deliver: one logits row per item that asked for one, in item order.
+  int64_t row = 0;
+  const int64_t vocab = model_.vocab_size();
+  std::vector<Sequence*> done;
+  std::vector<FinishReason> reasons;
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    Sequence& s = *seqs[i];
+    s.failed_attempts = 0;
+    if (items[i].n_logits == 0) {
+      if (s.request.sink) s.request.sink->on_prefill(s.in_state(), s.n_prompt);
+      continue;
+    }
+    std::span<const float> r(logits.ptr<float>() + row * vocab, static_cast<size_t>(vocab));
+    ++row;
+    if (s.cancelled()) continue;
+    GeneratedToken tok = s.request.chooser->choose(r, s.tokens);
+    s.tokens.push_back(tok.id);
+    ++s.n_generated;
+    bool go_on = s.request.sink ? s.request.sink->on_token(tok) : true;
+    bool is_stop = std::find(s.request.stop_tokens.begin(), s.request.stop_tokens.end(), tok.id) !=
+                   s.request.stop_tokens.end();
+    if (!go_on || is_stop) {
+      done.push_back(&s);
+      reasons.push_back(FinishReason::stop);
+    } else if (s.n_generated >= s.request.max_new_tokens ||
+               static_cast<int64_t>(s.tokens.size()) >= config_.ctx_size) {
+      done.push_back(&s);
+      reasons.push_back(FinishReason::length);
+    }
+  }
+  logits = Tensor();
+  for (size_t i = 0; i < done.size(); ++i) {
+    auto it = std::find_if(running_.begin(), running_.end(), [&](auto& p) { return p.get() == done[i]; });
+    finish(*done[i], reasons[i], nullptr);
+    running_.erase(it);
+  }
+}
+
+}  // namespace keel

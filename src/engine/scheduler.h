@@ -1,0 +1,103 @@
+// The scheduler: the only owner of memory decisions. It admits requests into slots, plans every step from the
+// model's closed-form byte counts (in-use + planned transient + state growth ≤ limit) before anything runs,
+// shrinks or defers what does not fit, reclaims and retries when an allocation fails anyway, and fails a request
+// alone — never the process. A step is plain data: {sequence → n_tokens}; prefill chunks and decode tokens share it.
+// Not thread-safe: one thread (the Engine's loop, or a test) calls submit()/step().
+#pragma once
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "core/pool.h"
+#include "engine/request.h"
+#include "models/model.h"
+
+namespace keel {
+
+struct SchedulerConfig {
+  int n_slots = 1;                   // --parallel: sequences that hold state at once
+  int64_t ctx_size = 4096;           // --ctx-size: tokens per sequence (not divided among slots)
+  int64_t prefill_chunk_size = 512;  // upper bound on tokens per step; the planner may choose fewer
+  int max_failed_attempts = 4;       // consecutive failed steps a sequence may take part in before it fails (503)
+};
+
+// One planned step: which sequence gets how many tokens.
+struct PlannedStep {
+  struct Item {
+    uint64_t seq_id = 0;
+    int64_t n_tokens = 0;
+  };
+  std::vector<Item> items;
+  int64_t planned_transient = 0;  // bytes, from Model::step_transient_bytes
+  int64_t planned_growth = 0;     // bytes of state the step adds
+};
+
+struct SchedulerStats {
+  int64_t steps = 0;
+  int64_t failed_steps = 0;          // forward threw out_of_memory
+  int64_t plan_exceeded = 0;         // steps whose measured transient exceeded the plan (a bug; logged)
+  int64_t shrunk_steps = 0;          // steps whose prefill chunk was cut to fit memory
+  int64_t deferred = 0;              // times a waiting request could not start for lack of memory
+  int64_t preemptions = 0;           // sequences dropped to free memory (re-prefilled later)
+  int64_t refused_context = 0;       // submit() refusals: context_length_exceeded
+  int64_t failed_memory = 0;         // requests ended with a retryable out_of_memory error
+  int64_t last_planned_transient = 0;
+  int64_t last_measured_transient = 0;
+  int64_t max_measured_over_planned_permille = 0;  // max over steps of 1000·measured/planned
+};
+
+class Scheduler {
+ public:
+  // `pool` is the model's device pool; its in_use at construction is the baseline (weights + prompt cache).
+  Scheduler(Model& model, MemoryPool& pool, SchedulerConfig config);
+  ~Scheduler();
+
+  // Admission: refuses at once (Error context_length_exceeded, with the token or byte counts) a request that can
+  // never fit — prompt + 1 > ctx_size, or its smallest step over an empty pool exceeds the limit. Otherwise queues
+  // it and returns its id. The request's sink hears nothing for a refusal: the caller answers it.
+  uint64_t submit(Request request);
+  // Plans and runs one step (or a reclaim). Returns false when there was nothing to do.
+  bool step();
+  // Runs steps until every request has finished.
+  void run_until_idle();
+
+  // Hook for reclaiming memory held outside the scheduler (the prompt cache): frees what it can, returns bytes freed.
+  void set_reclaimer(std::function<int64_t()> reclaim) { reclaim_ = std::move(reclaim); }
+  // Bytes the pool held at construction (or after the last set_baseline): what it returns to when idle.
+  int64_t baseline() const { return baseline_; }
+  void set_baseline(int64_t bytes) { baseline_ = bytes; }
+
+  const SchedulerStats& stats() const { return stats_; }
+  size_t waiting() const { return waiting_.size(); }
+  size_t running() const { return running_.size(); }
+  // The plan for the next step without running it (tests).
+  std::optional<PlannedStep> plan_next();
+
+ private:
+  struct Sequence;
+  bool fits(const std::vector<StepShapeItem>& shape, int64_t growth) const;
+  int64_t growth_bytes(const Sequence& seq, int64_t n_tokens) const;
+  StepShapeItem shape_of(const Sequence& seq, int64_t n_tokens) const;
+  void admit_waiting();
+  bool preempt_least_advanced(const Sequence* keep);
+  void preempt(Sequence& seq);
+  void finish(Sequence& seq, FinishReason reason, const Error* error);
+  void run_planned(const PlannedStep& plan);
+  void drop_cancelled();
+
+  Model& model_;
+  MemoryPool& pool_;
+  SchedulerConfig config_;
+  int64_t baseline_ = 0;
+  uint64_t next_id_ = 1;
+  std::deque<std::unique_ptr<Sequence>> waiting_;  // FIFO; preempted sequences go back to the front
+  std::vector<std::unique_ptr<Sequence>> running_;  // in admission order
+  int64_t step_token_cap_;                          // halves after a failed step, restores after a success
+  std::function<int64_t()> reclaim_;
+  SchedulerStats stats_;
+};
+
+}  // namespace keel

@@ -1,0 +1,73 @@
+// The interface between a model (src/models/<model_type>.cpp) and the engine. A model states its memory before it
+// is used — persistent state per sequence and per token, and the transient bytes of any step — and runs steps of
+// any mix of prefill chunks and decode tokens. The engine's scheduler alone decides what runs; a model never keeps
+// memory it did not declare.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace keel {
+
+// A sequence's persistent state (KV cache rows, conv/SSM/DeltaNet states), owned by the engine, allocated from the
+// model's pool. Opaque to the engine beyond these questions.
+class SequenceState {
+ public:
+  virtual ~SequenceState() = default;
+  // Tokens whose effect is in the state.
+  virtual int64_t tokens() const = 0;
+  // Bytes this state holds in the pool now.
+  virtual int64_t bytes() const = 0;
+};
+
+// One sequence's share of a step: `tokens` continue the sequence at position state->tokens().
+struct StepItem {
+  SequenceState* state = nullptr;
+  std::span<const int32_t> tokens;
+  // Logits wanted for the last `n_logits` of these tokens (0 for a prefill chunk that is not the prompt's end;
+  // 1 for decode and the prompt's last chunk; more for prompt logprobs / perplexity).
+  int64_t n_logits = 1;
+  // The request's cancel flag. The model checks it between layers and throws Error(cancelled) when every item of
+  // the step is cancelled (a step shared with live sequences runs to its end; the engine drops the rest).
+  const std::atomic<bool>* cancelled = nullptr;
+};
+
+// The shape of a step, all the planner needs: per item (n_tokens, tokens already in state, n_logits).
+struct StepShapeItem {
+  int64_t n_tokens = 0;
+  int64_t past_tokens = 0;
+  int64_t n_logits = 0;
+};
+
+class Model {
+ public:
+  virtual ~Model() = default;
+  virtual const std::string& model_type() const = 0;
+  virtual int64_t vocab_size() const = 0;     // logits per row (the config's vocab, padding included)
+  virtual int64_t context_limit() const = 0;  // max_position_embeddings or equivalent; 0 when unbounded
+
+  // Persistent state of one sequence holding `tokens` tokens, bytes: per-sequence parts (SSM/conv/DeltaNet) plus
+  // per-token parts (KV rows) rounded up to the model's allocation granularity.
+  virtual int64_t state_bytes(int64_t tokens) const = 0;
+  // Transient bytes the model allocates from its pool while running a step of this shape (activations, op
+  // workspaces, logits). Closed form; the pool's measured peak over the step must not exceed it.
+  virtual int64_t step_transient_bytes(std::span<const StepShapeItem> step) const = 0;
+
+  // An empty state (0 tokens) from the pool. Throws Error(out_of_memory) when the pool refuses.
+  virtual std::unique_ptr<SequenceState> new_state() = 0;
+  // Runs one step and returns the logits: f32 [sum(n_logits), vocab_size()], rows in item order, allocated from
+  // the pool (part of the step's planned transient; the caller drops it after sampling). Throws Error(out_of_memory) when an allocation is refused: then a state whose sequence took part may be
+  // partially updated and must be discarded (see state_survives_failed_step).
+  virtual Tensor forward(std::span<const StepItem> step) = 0;
+  // True when a failed step leaves every state as it was (pure-attention models: rows past tokens() are ignored,
+  // and tokens() advances only after the last allocation of the step has succeeded).
+  // False for recurrent layers updated in place: the engine then re-prefills the sequences of a failed step.
+  virtual bool state_survives_failed_step() const = 0;
+};
+
+}  // namespace keel

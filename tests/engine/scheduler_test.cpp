@@ -1,0 +1,256 @@
+// The scheduler against a fake model whose outputs are known without the scheduler (fake_model.h): admission,
+// planning, shrinking, reclaim, failure injection, and property tests over random workloads.
+#include "engine/scheduler.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "fake_model.h"
+
+using namespace keel;
+using namespace keel::testing;
+
+namespace {
+
+struct Submitted {
+  std::shared_ptr<RecordingSink> sink;
+  std::vector<int32_t> prompt;
+  int64_t max_new = 0;
+  std::vector<int32_t> stops;
+  std::shared_ptr<std::atomic<bool>> cancelled;
+  bool refused = false;
+  std::optional<ErrorCode> refusal;
+};
+
+Submitted submit(Scheduler& s, std::vector<int32_t> prompt, int64_t max_new, std::vector<int32_t> stops = {}) {
+  Submitted out;
+  out.sink = std::make_shared<RecordingSink>();
+  out.prompt = prompt;
+  out.max_new = max_new;
+  out.stops = stops;
+  Request r;
+  r.prompt = std::move(prompt);
+  r.max_new_tokens = max_new;
+  r.stop_tokens = std::move(stops);
+  r.chooser = std::make_unique<GreedyChooser>();
+  r.sink = out.sink;
+  out.cancelled = r.cancelled;
+  try {
+    s.submit(std::move(r));
+  } catch (const Error& e) {
+    out.refused = true;
+    out.refusal = e.code();
+  }
+  return out;
+}
+
+std::vector<int32_t> random_prompt(std::mt19937_64& rng, int64_t len, int64_t vocab) {
+  std::vector<int32_t> p(static_cast<size_t>(len));
+  for (auto& t : p) t = static_cast<int32_t>(rng() % static_cast<uint64_t>(vocab));
+  return p;
+}
+
+}  // namespace
+
+TEST(Scheduler, RunsOneRequestToTheExpectedOutput) {
+  MemoryPool pool("cpu", 1 << 20);
+  FakeModel model(pool, FakeSizes{});
+  Scheduler s(model, pool, {.n_slots = 1, .ctx_size = 512, .prefill_chunk_size = 7});
+  std::vector<int32_t> prompt = {3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8, 9, 7, 9, 3, 2, 3, 8, 4};
+  Submitted r = submit(s, prompt, 10);
+  s.run_until_idle();
+  EXPECT_EQ(r.sink->finishes, 1);
+  EXPECT_EQ(r.sink->reason, FinishReason::length);
+  EXPECT_EQ(r.sink->tokens, FakeModel::expected_output(prompt, 10, {}, 512, 37));
+  EXPECT_EQ(pool.in_use(), 0);
+  EXPECT_EQ(s.stats().plan_exceeded, 0);
+}
+
+TEST(Scheduler, RefusesWhatCanNeverFitBeforeAnyWork) {
+  MemoryPool pool("cpu", 64 << 10);
+  FakeModel model(pool, FakeSizes{});
+  Scheduler s(model, pool, {.n_slots = 2, .ctx_size = 100, .prefill_chunk_size = 16});
+  Submitted too_long = submit(s, std::vector<int32_t>(100, 1), 5);
+  EXPECT_TRUE(too_long.refused);
+  EXPECT_EQ(too_long.refusal, ErrorCode::context_length_exceeded);
+  Submitted fits_exactly = submit(s, std::vector<int32_t>(99, 1), 5000);  // room for one token: not an error
+  EXPECT_FALSE(fits_exactly.refused);
+  // Memory: 64 KiB cannot hold 2000 tokens × 64 bytes of KV.
+  Scheduler big(model, pool, {.n_slots = 1, .ctx_size = 100000, .prefill_chunk_size = 16});
+  Submitted no_memory = submit(big, std::vector<int32_t>(2000, 1), 5);
+  EXPECT_TRUE(no_memory.refused);
+  EXPECT_EQ(no_memory.refusal, ErrorCode::context_length_exceeded);
+  EXPECT_EQ(pool.stats().allocations, 0);  // no prefill work happened
+  s.run_until_idle();
+  EXPECT_EQ(fits_exactly.sink->reason, FinishReason::length);
+  EXPECT_EQ(fits_exactly.sink->tokens.size(), 1u);  // stopped at the context's end
+}
+
+TEST(Scheduler, ShrinksTheStepAtPointEightOfThePlanAndRunsItAtOne) {
+  FakeSizes sz;
+  MemoryPool probe("cpu", 1 << 30);
+  FakeModel m0(probe, sz);
+  const int64_t chunk = 64;
+  StepShapeItem first{chunk, 0, 0};
+  int64_t planned = m0.step_transient_bytes({&first, 1}) + m0.state_bytes(chunk);
+  for (double frac : {0.8, 1.0}) {
+    MemoryPool pool("cpu", static_cast<int64_t>(planned * frac));
+    FakeModel model(pool, sz);
+    Scheduler s(model, pool, {.n_slots = 1, .ctx_size = 4096, .prefill_chunk_size = chunk});
+    submit(s, std::vector<int32_t>(200, 2), 1);
+    auto plan = s.plan_next();
+    ASSERT_TRUE(plan);
+    ASSERT_EQ(plan->items.size(), 1u);
+    if (frac < 1.0) {
+      EXPECT_LT(plan->items[0].n_tokens, chunk);
+      EXPECT_GT(plan->items[0].n_tokens, 0);
+    } else {
+      EXPECT_EQ(plan->items[0].n_tokens, chunk);
+    }
+  }
+}
+
+TEST(Scheduler, PlanIsNeitherUnderNorWasteful) {
+  FakeSizes sz;
+  sz.use_fraction = 0.85;  // the fake really uses 85 % of its planned activations
+  MemoryPool pool("cpu", 1 << 24);
+  FakeModel model(pool, sz);
+  Scheduler s(model, pool, {.n_slots = 3, .ctx_size = 2048, .prefill_chunk_size = 128});
+  std::mt19937_64 rng(7);
+  for (int i = 0; i < 5; ++i) submit(s, random_prompt(rng, 50 + 97 * i, 37), 8);
+  while (s.step()) {
+    const auto& st = s.stats();
+    ASSERT_LE(st.last_measured_transient, st.last_planned_transient);
+    ASSERT_LE(st.last_planned_transient, st.last_measured_transient * 5 / 4);
+  }
+  EXPECT_EQ(s.stats().plan_exceeded, 0);
+}
+
+TEST(Scheduler, DecodeTokensShareStepsWithALongPrefill) {
+  MemoryPool pool("cpu", 1 << 24);
+  FakeModel model(pool, FakeSizes{});
+  Scheduler s(model, pool, {.n_slots = 2, .ctx_size = 8192, .prefill_chunk_size = 32});
+  Submitted short_one = submit(s, {1, 2, 3}, 50);
+  s.step();  // the short prompt is prefilled and starts decoding
+  Submitted long_one = submit(s, std::vector<int32_t>(3000, 4), 2);
+  int64_t tokens_during_prefill = 0;
+  while (long_one.sink->tokens.empty() && s.step()) tokens_during_prefill = short_one.sink->tokens.size();
+  // The long prompt needs ~94 steps of 32; the short stream kept going through them (finishing its 50 tokens).
+  EXPECT_EQ(tokens_during_prefill, 50);
+  s.run_until_idle();
+  EXPECT_EQ(long_one.sink->tokens, FakeModel::expected_output(long_one.prompt, 2, {}, 8192, 37));
+}
+
+TEST(Scheduler, CancelledRequestsEndAndFreeTheirMemory) {
+  MemoryPool pool("cpu", 1 << 24);
+  FakeModel model(pool, FakeSizes{});
+  Scheduler s(model, pool, {.n_slots = 2, .ctx_size = 8192, .prefill_chunk_size = 16});
+  Submitted gone = submit(s, std::vector<int32_t>(500, 3), 5);
+  Submitted stays = submit(s, std::vector<int32_t>(40, 2), 5);
+  for (int i = 0; i < 5; ++i) s.step();  // both mid-prefill
+  EXPECT_GT(pool.in_use(), 0);
+  gone.cancelled->store(true);
+  s.run_until_idle();
+  EXPECT_EQ(gone.sink->reason, FinishReason::cancelled);
+  EXPECT_EQ(gone.sink->finishes, 1);
+  EXPECT_TRUE(gone.sink->tokens.empty());
+  EXPECT_EQ(stays.sink->tokens, FakeModel::expected_output(stays.prompt, 5, {}, 8192, 37));
+  EXPECT_EQ(pool.in_use(), 0);
+}
+
+TEST(Scheduler, FailureAtEveryAllocationOfAShortRequest) {
+  FakeSizes sz;
+  std::vector<int32_t> prompt = {5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28};
+  std::vector<int32_t> want = FakeModel::expected_output(prompt, 12, {}, 1024, sz.vocab);
+  int64_t clean_allocations;
+  {
+    MemoryPool pool("cpu", 1 << 22);
+    FakeModel model(pool, sz);
+    Scheduler s(model, pool, {.n_slots = 1, .ctx_size = 1024, .prefill_chunk_size = 5});
+    Submitted r = submit(s, prompt, 12);
+    s.run_until_idle();
+    ASSERT_EQ(r.sink->tokens, want);
+    clean_allocations = pool.stats().allocations;
+  }
+  for (bool recurrent : {true, false}) {
+    sz.recurrent = recurrent;
+    for (int64_t n = 1; n <= clean_allocations + 2; ++n) {
+      MemoryPool pool("cpu", 1 << 22);
+      FakeModel model(pool, sz);
+      Scheduler s(model, pool, {.n_slots = 1, .ctx_size = 1024, .prefill_chunk_size = 5});
+      Submitted r = submit(s, prompt, 12);
+      pool.fail_nth_allocation(n);
+      s.run_until_idle();
+      ASSERT_EQ(r.sink->finishes, 1) << "n=" << n;
+      if (r.sink->reason == FinishReason::error) {
+        EXPECT_EQ(r.sink->error_code, ErrorCode::out_of_memory) << "n=" << n;
+      } else {
+        EXPECT_EQ(r.sink->tokens, want) << "n=" << n << " recurrent=" << recurrent;
+      }
+      EXPECT_EQ(pool.in_use(), 0) << "n=" << n;
+    }
+  }
+}
+
+// Random workloads: every request ends exactly once, with its exact output or a named error; the pool never
+// passes its limit and returns to baseline; nothing starves (a bounded number of steps).
+TEST(Scheduler, PropertiesOverRandomWorkloads) {
+  std::random_device rd;
+  const uint64_t seed0 = rd();
+  for (int trial = 0; trial < 300; ++trial) {
+    uint64_t seed = seed0 + static_cast<uint64_t>(trial);
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    std::mt19937_64 rng(seed);
+    FakeSizes sz;
+    sz.per_sequence = 1000 + static_cast<int64_t>(rng() % 4000);
+    sz.per_token = 16 + static_cast<int64_t>(rng() % 100);
+    sz.block_tokens = 1 + static_cast<int64_t>(rng() % 32);
+    sz.act_per_token = 64 + static_cast<int64_t>(rng() % 1000);
+    sz.recurrent = rng() % 2;
+    sz.use_fraction = 0.8 + 0.2 * static_cast<double>(rng() % 100) / 100.0;
+    SchedulerConfig cfg;
+    cfg.n_slots = 1 + static_cast<int>(rng() % 4);
+    cfg.ctx_size = 50 + static_cast<int64_t>(rng() % 400);
+    cfg.prefill_chunk_size = 1 + static_cast<int64_t>(rng() % 64);
+    int64_t limit = 20000 + static_cast<int64_t>(rng() % 200000);
+    MemoryPool pool("cpu", limit);
+    FakeModel model(pool, sz);
+    Scheduler s(model, pool, cfg);
+    std::vector<Submitted> reqs;
+    int n_req = 1 + static_cast<int>(rng() % 10);
+    int64_t steps = 0;
+    for (int i = 0; i < n_req; ++i) {
+      int64_t len = 1 + static_cast<int64_t>(rng() % 300);
+      int64_t max_new = 1 + static_cast<int64_t>(rng() % 40);
+      std::vector<int32_t> stops;
+      if (rng() % 2) stops.push_back(static_cast<int32_t>(rng() % sz.vocab));
+      reqs.push_back(submit(s, random_prompt(rng, len, sz.vocab), max_new, stops));
+      // a few steps between arrivals, with an injected failure now and then
+      int k = static_cast<int>(rng() % 5);
+      for (int j = 0; j < k; ++j, ++steps) {
+        if (rng() % 7 == 0) pool.fail_nth_allocation(1 + static_cast<int64_t>(rng() % 6));
+        s.step();
+      }
+    }
+    while (s.step()) {
+      ASSERT_LT(++steps, 200000) << "starvation: the scheduler did not finish";
+    }
+    EXPECT_EQ(pool.in_use(), 0);
+    EXPECT_LE(model.max_in_use_seen, limit);
+    EXPECT_EQ(s.stats().plan_exceeded, 0);
+    for (auto& r : reqs) {
+      if (r.refused) {
+        EXPECT_EQ(r.refusal, ErrorCode::context_length_exceeded);
+        EXPECT_EQ(r.sink->finishes, 0);
+        continue;
+      }
+      ASSERT_EQ(r.sink->finishes, 1);
+      if (r.sink->reason == FinishReason::error) {
+        EXPECT_EQ(r.sink->error_code, ErrorCode::out_of_memory) << r.sink->error_message;
+        continue;
+      }
+      EXPECT_EQ(r.sink->tokens, FakeModel::expected_output(r.prompt, r.max_new, r.stops, cfg.ctx_size, sz.vocab));
+    }
+  }
+}
