@@ -17,6 +17,8 @@
 // are the only ways tests move data in and out, so a device backend later adds its copies there.
 #pragma once
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdint>
@@ -245,5 +247,39 @@ inline ::testing::AssertionResult workspace_ok(int64_t measured, int64_t planned
   return ::testing::AssertionFailure() << "workspace: measured pool peak " << measured << " bytes, planned "
                                        << planned << " bytes (need measured ≤ planned ≤ 1.25·measured)";
 }
+
+// ---- offsets past 2^31 -----------------------------------------------------------------------------------------
+
+// A large range of address space (PROT_NONE, nothing committed) in which tests make small pieces readable and
+// writable, so a view whose byte strides exceed 2^31 (or 2^32) can be real memory without allocating gigabytes:
+//   SparseArena arena(int64_t{40} << 30);
+//   char* row5 = arena.commit(5 * stride, 4096);   // only these pages become usable
+// A kernel that computes an offset in 32 bits touches a PROT_NONE page (the test crashes) or the wrong row.
+class SparseArena {
+ public:
+  explicit SparseArena(int64_t bytes) : bytes_(bytes) {
+    base_ = ::mmap(nullptr, static_cast<size_t>(bytes), PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                   -1, 0);
+    if (base_ == MAP_FAILED) base_ = nullptr;
+  }
+  ~SparseArena() {
+    if (base_) ::munmap(base_, static_cast<size_t>(bytes_));
+  }
+  SparseArena(const SparseArena&) = delete;
+  SparseArena& operator=(const SparseArena&) = delete;
+  bool ok() const { return base_ != nullptr; }
+  char* base() const { return static_cast<char*>(base_); }
+  // Makes [offset, offset + bytes) readable and writable (zero-filled); returns base() + offset.
+  char* commit(int64_t offset, int64_t bytes) {
+    const int64_t page = ::sysconf(_SC_PAGESIZE);
+    int64_t begin = offset / page * page, end = (offset + bytes + page - 1) / page * page;
+    EXPECT_EQ(::mprotect(base() + begin, static_cast<size_t>(end - begin), PROT_READ | PROT_WRITE), 0);
+    return base() + offset;
+  }
+
+ private:
+  void* base_ = nullptr;
+  int64_t bytes_ = 0;
+};
 
 }  // namespace keel::testing

@@ -1,0 +1,49 @@
+#include "backend/cpu/matmul.h"
+
+#include <algorithm>
+
+#include "core/tensor.h"
+
+namespace keel::cpu {
+
+namespace {
+
+bool widens_panels(int64_t T, DType w_dtype) { return w_dtype != DType::f32 && T >= kMatmulPanelMinRows; }
+
+// Workers used: one per share of the output columns, each share a multiple of 16 columns where out allows.
+int64_t worker_count(int64_t out, int n_threads) {
+  int64_t shares = (out + 15) / 16;
+  return std::max<int64_t>(1, std::min<int64_t>(n_threads, shares));
+}
+
+}  // namespace
+
+int64_t matmul_workspace_bytes(int64_t T, int64_t in, int64_t out, DType w_dtype, int n_threads) {
+  if (!widens_panels(T, w_dtype) || out == 0) return 0;
+  return worker_count(out, n_threads) * kMatmulPanelRows * ((in + 15) / 16 * 16) * 4;
+}
+
+void matmul(CpuBackend& be, const MatmulArgs& a) {
+  if (a.T == 0 || a.out == 0) return;
+  auto* kernel = be.isa() >= CpuIsa::avx512 ? matmul_cols_avx512
+                 : be.isa() == CpuIsa::avx2 ? matmul_cols_avx2
+                                            : matmul_cols_generic;
+  const int64_t workers = worker_count(a.out, be.threads()->size());
+  Tensor panels;  // [workers, kMatmulPanelRows, round_up(in, 16)] f32 when widening
+  int64_t panel_floats = 0;
+  if (widens_panels(a.T, a.w_dtype)) {
+    panel_floats = kMatmulPanelRows * ((a.in + 15) / 16 * 16);
+    panels = Tensor::empty(be.pool(), DType::f32, {workers, panel_floats}, "matmul weight panels");
+  }
+  // Worker w takes columns [w·out/workers, (w+1)·out/workers) rounded to 16; each computes its columns whole.
+  be.threads()->parallel_for(workers, [&](int64_t begin, int64_t end, int) {
+    for (int64_t w = begin; w < end; ++w) {
+      int64_t o_begin = std::min(a.out, (a.out * w / workers + 15) / 16 * 16);
+      int64_t o_end = w + 1 == workers ? a.out : std::min(a.out, (a.out * (w + 1) / workers + 15) / 16 * 16);
+      float* panel = panel_floats ? panels.ptr<float>() + w * panel_floats : nullptr;
+      if (o_begin < o_end) kernel(a, o_begin, o_end, panel);
+    }
+  });
+}
+
+}  // namespace keel::cpu

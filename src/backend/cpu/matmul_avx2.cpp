@@ -1,0 +1,50 @@
+// matmul with AVX2 + FMA (8 lanes, 3×3 register tile: 9 accumulators of 16 ymm registers).
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "backend/cpu/matmul.h"
+
+// GCC 12's intrinsic headers self-initialize `__Y = __Y` (GCC bug 105593), which -Wuninitialized reports once
+// the intrinsics are inlined.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c")
+
+#include "backend/cpu/matmul_tile.h"
+
+namespace keel::cpu {
+namespace {
+
+struct V256 {
+  using F = __m256;
+  static constexpr int L = 8, MR = 3, NR = 3;
+  static F zero() { return _mm256_setzero_ps(); }
+  static F load(const float* p) { return _mm256_loadu_ps(p); }
+  static void store(float* p, F v) { _mm256_storeu_ps(p, v); }
+  static F fma(F a, F b, F acc) { return _mm256_fmadd_ps(a, b, acc); }
+  static F load_bf16(const uint16_t* p) {
+    __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
+  }
+  static F load_f16(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+  // (lanes 0-3 + 4-7 → 2 + 2 → 1 + 1)
+  static float sum(F v) {
+    __m128 q = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    q = _mm_add_ps(q, _mm_movehl_ps(q, q));
+    q = _mm_add_ss(q, _mm_movehdup_ps(q));
+    return _mm_cvtss_f32(q);
+  }
+};
+
+}  // namespace
+
+void matmul_cols_avx2(const MatmulArgs& a, int64_t o_begin, int64_t o_end, float* panel) {
+  matmul_tile::matmul_cols<V256>(a, o_begin, o_end, panel);
+}
+
+}  // namespace keel::cpu
+
+#pragma GCC pop_options

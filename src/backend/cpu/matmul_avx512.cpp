@@ -1,0 +1,53 @@
+// matmul with AVX-512 (16 lanes, 4×4 register tile). The target region covers the kernel template instances.
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "backend/cpu/matmul.h"
+
+// GCC 12's intrinsic headers self-initialize `__Y = __Y` (GCC bug 105593), which -Wuninitialized reports once
+// the intrinsics are inlined.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,fma,f16c")
+
+#include "backend/cpu/matmul_tile.h"
+
+namespace keel::cpu {
+namespace {
+
+struct V512 {
+  using F = __m512;
+  static constexpr int L = 16, MR = 4, NR = 4;
+  static F zero() { return _mm512_setzero_ps(); }
+  static F load(const float* p) { return _mm512_loadu_ps(p); }
+  static void store(float* p, F v) { _mm512_storeu_ps(p, v); }
+  static F fma(F a, F b, F acc) { return _mm512_fmadd_ps(a, b, acc); }
+  static F load_bf16(const uint16_t* p) {
+    __m512i wide = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(wide, 16));
+  }
+  static F load_f16(const uint16_t* p) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  }
+  // ((lanes 0-7 + 8-15) → 4 + 4 → 2 + 2 → 1 + 1)
+  static float sum(F v) {
+    __m256 h = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
+    __m128 q = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+    q = _mm_add_ps(q, _mm_movehl_ps(q, q));
+    q = _mm_add_ss(q, _mm_movehdup_ps(q));
+    return _mm_cvtss_f32(q);
+  }
+};
+
+}  // namespace
+
+void matmul_cols_avx512(const MatmulArgs& a, int64_t o_begin, int64_t o_end, float* panel) {
+  matmul_tile::matmul_cols<V512>(a, o_begin, o_end, panel);
+}
+
+}  // namespace keel::cpu
+
+#pragma GCC pop_options

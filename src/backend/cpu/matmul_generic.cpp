@@ -1,0 +1,50 @@
+// matmul for any x86-64 (and the fallback when the CPU has no AVX2): 8 scalar lanes, no FMA (a·b then + acc).
+#include <cstdint>
+#include <cstring>
+
+#include "backend/cpu/matmul.h"
+#include "backend/cpu/matmul_tile.h"
+#include "core/dtype.h"
+
+namespace keel::cpu {
+namespace {
+
+struct VGeneric {
+  struct F {
+    float v[8];
+  };
+  static constexpr int L = 8, MR = 2, NR = 2;
+  static F zero() { return F{}; }
+  static F load(const float* p) {
+    F r;
+    std::memcpy(r.v, p, sizeof r.v);
+    return r;
+  }
+  static void store(float* p, const F& v) { std::memcpy(p, v.v, sizeof v.v); }
+  static F fma(const F& a, const F& b, const F& acc) {
+    F r;
+    for (int i = 0; i < 8; ++i) r.v[i] = acc.v[i] + a.v[i] * b.v[i];
+    return r;
+  }
+  static F load_bf16(const uint16_t* p) {
+    F r;
+    for (int i = 0; i < 8; ++i) r.v[i] = bf16_to_f32(p[i]);
+    return r;
+  }
+  static F load_f16(const uint16_t* p) {
+    F r;
+    for (int i = 0; i < 8; ++i) r.v[i] = f16_to_f32(p[i]);
+    return r;
+  }
+  static float sum(const F& a) {
+    return ((a.v[0] + a.v[4]) + (a.v[2] + a.v[6])) + ((a.v[1] + a.v[5]) + (a.v[3] + a.v[7]));
+  }
+};
+
+}  // namespace
+
+void matmul_cols_generic(const MatmulArgs& a, int64_t o_begin, int64_t o_end, float* panel) {
+  matmul_tile::matmul_cols<VGeneric>(a, o_begin, o_end, panel);
+}
+
+}  // namespace keel::cpu

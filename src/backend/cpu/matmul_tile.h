@@ -1,0 +1,142 @@
+// The matmul kernel body, written once over a vector type V and instantiated by each matmul_<isa>.cpp inside its
+// `#pragma GCC target` region (so intrinsics inline). Include it only there, after <cstdint>/<cstring>.
+//
+// V provides: F (vector of L floats), L, MR × NR (the register tile: MR x rows by NR weight rows), zero(),
+// load(const float*), store(float*, F), fma(a, b, acc) = a·b + acc, sum(F) (a fixed tree), and
+// load_bf16 / load_f16 (L elements widened to f32).
+#pragma once
+#include <cstdint>
+
+#include "backend/cpu/matmul.h"
+
+namespace keel::cpu::matmul_tile {
+
+enum class WKind { f32, bf16, f16 };
+
+template <WKind K>
+constexpr int64_t w_elem_bytes() {
+  return K == WKind::f32 ? 4 : 2;
+}
+
+template <class V, WKind K>
+inline __attribute__((always_inline)) typename V::F load_w(const char* row, int64_t k) {
+  if constexpr (K == WKind::f32) return V::load(reinterpret_cast<const float*>(row) + k);
+  if constexpr (K == WKind::bf16) return V::load_bf16(reinterpret_cast<const uint16_t*>(row) + k);
+  if constexpr (K == WKind::f16) return V::load_f16(reinterpret_cast<const uint16_t*>(row) + k);
+}
+
+// Elements [k, k + n) of a row, n < L, zero-padded to L lanes.
+template <class V, WKind K>
+inline __attribute__((always_inline)) typename V::F load_w_tail(const char* row, int64_t k, int64_t n) {
+  alignas(64) unsigned char tmp[V::L * 4] = {};
+  __builtin_memcpy(tmp, row + k * w_elem_bytes<K>(), static_cast<size_t>(n * w_elem_bytes<K>()));
+  return load_w<V, K>(reinterpret_cast<const char*>(tmp), 0);
+}
+
+template <class V>
+inline __attribute__((always_inline)) typename V::F load_x_tail(const float* x, int64_t n) {
+  alignas(64) float tmp[V::L] = {};
+  __builtin_memcpy(tmp, x, static_cast<size_t>(n * 4));
+  return V::load(tmp);
+}
+
+// out[i][j] = x[i] · w[j] over `in` elements, in the order matmul.h states.
+template <class V, WKind K, int MR, int NR>
+inline __attribute__((always_inline)) void dot_tile(const float* const* x, const char* const* w, int64_t in,
+                                                    float (&out)[MR][NR]) {
+  typename V::F acc[MR][NR];
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < NR; ++j) acc[i][j] = V::zero();
+  const int64_t full = in - in % V::L;
+  for (int64_t k = 0; k < full; k += V::L) {
+    typename V::F wv[NR];
+    for (int j = 0; j < NR; ++j) wv[j] = load_w<V, K>(w[j], k);
+    for (int i = 0; i < MR; ++i) {
+      typename V::F xv = V::load(x[i] + k);
+      for (int j = 0; j < NR; ++j) acc[i][j] = V::fma(xv, wv[j], acc[i][j]);
+    }
+  }
+  if (full < in) {
+    typename V::F wv[NR];
+    for (int j = 0; j < NR; ++j) wv[j] = load_w_tail<V, K>(w[j], full, in - full);
+    for (int i = 0; i < MR; ++i) {
+      typename V::F xv = load_x_tail<V>(x[i] + full, in - full);
+      for (int j = 0; j < NR; ++j) acc[i][j] = V::fma(xv, wv[j], acc[i][j]);
+    }
+  }
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < NR; ++j) out[i][j] = V::sum(acc[i][j]);
+}
+
+// Rows [t0, t0 + rows) × weight rows [o0, o0 + cols), rows ≤ MR, cols ≤ NR. Missing rows/columns repeat the
+// last real one (their results are dropped), so every tile runs the same code and order.
+template <class V, WKind K, int MR>
+inline __attribute__((always_inline)) void tile(const MatmulArgs& a, const char* w_base, int64_t w_row_bytes,
+                                                int64_t t0, int64_t rows, int64_t o0, int64_t w0, int64_t cols) {
+  constexpr int NR = V::NR;
+  const float* xp[MR];
+  const char* wp[NR];
+  for (int i = 0; i < MR; ++i)
+    xp[i] = reinterpret_cast<const float*>(a.x + (t0 + (i < rows ? i : rows - 1)) * a.x_row_bytes);
+  for (int j = 0; j < NR; ++j) wp[j] = w_base + (w0 + (j < cols ? j : cols - 1)) * w_row_bytes;
+  float out[MR][NR];
+  dot_tile<V, K, MR, NR>(xp, wp, a.in, out);
+  for (int i = 0; i < rows; ++i) {
+    float* y = reinterpret_cast<float*>(a.y + (t0 + i) * a.y_row_bytes) + o0;
+    for (int j = 0; j < cols; ++j) y[j] = a.bias ? out[i][j] + a.bias[o0 + j] : out[i][j];
+  }
+}
+
+// Output columns [o_begin, o_end) for every row, reading weight row o at w_base + (o − o_begin + w_first)·stride.
+// Columns outer, rows inner: NR weight rows stay in L1 while every x row passes over them.
+template <class V, WKind K>
+void block(const MatmulArgs& a, const char* w_base, int64_t w_row_bytes, int64_t w_first, int64_t o_begin,
+           int64_t o_end) {
+  for (int64_t o0 = o_begin; o0 < o_end; o0 += V::NR) {
+    int64_t cols = o_end - o0 < V::NR ? o_end - o0 : V::NR;
+    int64_t w0 = w_first + (o0 - o_begin);
+    int64_t t0 = 0;
+    for (; t0 + V::MR <= a.T; t0 += V::MR) tile<V, K, V::MR>(a, w_base, w_row_bytes, t0, V::MR, o0, w0, cols);
+    int64_t rest = a.T - t0;
+    while (rest >= 2) {
+      tile<V, K, 2>(a, w_base, w_row_bytes, t0, 2, o0, w0, cols);
+      t0 += 2, rest -= 2;
+    }
+    if (rest == 1) tile<V, K, 1>(a, w_base, w_row_bytes, t0, 1, o0, w0, cols);
+  }
+}
+
+template <class V, WKind K>
+void cols(const MatmulArgs& a, int64_t o_begin, int64_t o_end, float* panel) {
+  if (K == WKind::f32 || panel == nullptr) {
+    block<V, K>(a, a.w, a.w_row_bytes, o_begin, o_begin, o_end);
+    return;
+  }
+  // Widen kMatmulPanelRows weight rows to f32 (rows padded to in_pad with zeros), then run them as f32 weights:
+  // the same values in the same order as the in-register path, so both give the same bits.
+  const int64_t in_pad = (a.in + 15) / 16 * 16;
+  const int64_t full = a.in - a.in % V::L;
+  for (int64_t p = o_begin; p < o_end; p += kMatmulPanelRows) {
+    int64_t p_end = o_end - p < kMatmulPanelRows ? o_end : p + kMatmulPanelRows;
+    for (int64_t o = p; o < p_end; ++o) {
+      const char* row = a.w + o * a.w_row_bytes;
+      float* dst = panel + (o - p) * in_pad;
+      int64_t k = 0;
+      for (; k < full; k += V::L) V::store(dst + k, load_w<V, K>(row, k));
+      for (; k < in_pad; k += V::L)
+        V::store(dst + k, k < a.in ? load_w_tail<V, K>(row, k, a.in - k) : V::zero());
+    }
+    block<V, WKind::f32>(a, reinterpret_cast<const char*>(panel), in_pad * 4, 0, p, p_end);
+  }
+}
+
+template <class V>
+void matmul_cols(const MatmulArgs& a, int64_t o_begin, int64_t o_end, float* panel) {
+  switch (a.w_dtype) {
+    case DType::bf16: cols<V, WKind::bf16>(a, o_begin, o_end, panel); break;
+    case DType::f16: cols<V, WKind::f16>(a, o_begin, o_end, panel); break;
+    default: cols<V, WKind::f32>(a, o_begin, o_end, panel); break;
+  }
+}
+
+}  // namespace keel::cpu::matmul_tile

@@ -1,0 +1,143 @@
+// ops::matmul against the double reference (ops/reference/matmul_ref), on every backend, every weight dtype.
+#include "ops/matmul.h"
+
+#include "core/error.h"
+#include "op_harness.h"
+#include "ops/reference/matmul_ref.h"
+
+using namespace keel;
+using namespace keel::testing;
+
+namespace {
+
+// fp32 FMA dot products of length `in` against exact double sums: rtol 1e-5 plus atol 1e-6·sqrt(in)·max|ref|
+// (rounding error of an fp32 sum grows like sqrt(in) for random signs). A dropped or doubled term is ~0.1–1.
+void expect_matches(const Tensor& y, const std::vector<double>& ref, int64_t in) {
+  EXPECT_TRUE(all_close(y, ref, 1e-6 * std::sqrt(static_cast<double>(in)) * max_abs(ref), 1e-5));
+}
+
+struct Shape {
+  int64_t T, in, out;
+};
+
+}  // namespace
+
+TEST(Matmul, MatchesReferenceAtAwkwardSizes) {
+  KEEL_TEST_RNG(rng);
+  // T = 1 and < 8 (in-register widening), ≥ 8 (panels); in not a multiple of 8/16; out odd, > one panel of 64.
+  const Shape shapes[] = {{1, 1, 1},     {1, 37, 5},    {2, 16, 3},    {3, 64, 17},  {5, 100, 33},
+                          {7, 129, 65},  {8, 8, 16},    {9, 200, 130}, {37, 47, 71}, {13, 513, 19},
+                          {64, 64, 64},  {1, 1000, 257}};
+  for (OpBackend* ob : op_backends()) {
+    SCOPED_TRACE(ob->name);
+    for (DType wt : {DType::f32, DType::bf16, DType::f16})
+      for (const Shape& s : shapes) {
+        SCOPED_TRACE(fmt::format("{} T={} in={} out={}", dtype_name(wt), s.T, s.in, s.out));
+        Tensor x = random_tensor(*ob, rng, DType::f32, {s.T, s.in});
+        Tensor w = random_tensor(*ob, rng, wt, {s.out, s.in});
+        Tensor y = nan_tensor(*ob, {s.T, s.out});
+        int64_t peak = pool_peak_during(ob->pool(), [&] { ops::matmul(ob->be(), x, w, y); });
+        expect_matches(y, ref::matmul(values(x), values(w), {}, s.T, s.in, s.out), s.in);
+        EXPECT_TRUE(workspace_ok(peak, ops::matmul_workspace_bytes(s.T, s.in, s.out, wt,
+                                                                   ob->be().threads()->size())));
+      }
+  }
+}
+
+TEST(Matmul, BiasAndStridedRows) {
+  KEEL_TEST_RNG(rng);
+  for (OpBackend* ob : op_backends()) {
+    SCOPED_TRACE(ob->name);
+    for (int64_t T : {1, 11}) {
+      // x is columns [3, 3 + 45) of a [T, 60] tensor; w rows 2..31 of a [40, 45] tensor; y a column slice too.
+      Tensor xs = random_tensor(*ob, rng, DType::f32, {T, 60});
+      Tensor ws = random_tensor(*ob, rng, DType::bf16, {40, 45});
+      Tensor bias = random_tensor(*ob, rng, DType::f32, {30});
+      Tensor ys = nan_tensor(*ob, {T, 50});
+      Tensor x = xs.slice(1, 3, 45), w = ws.slice(0, 2, 30), y = ys.slice(1, 7, 30);
+      ops::matmul(ob->be(), x, w, bias, y);
+      expect_matches(y, ref::matmul(values(x), values(w), values(bias), T, 45, 30), 45);
+      EXPECT_TRUE(std::isnan(element(ys, 6)) && std::isnan(element(ys, 37))) << "wrote outside the y view";
+    }
+  }
+}
+
+// docs/OPS.md batch invariance: a row's bits do not depend on T, on the path (T = 1 widens weights in registers,
+// T = 37 through panels), or on the thread count.
+TEST(Matmul, BatchInvariantBitwise) {
+  KEEL_TEST_RNG(rng);
+  std::vector<OpBackend*> all = op_backends();
+  for (DType wt : {DType::f32, DType::bf16, DType::f16}) {
+    SCOPED_TRACE(dtype_name(wt));
+    OpBackend& first = *all.front();
+    Tensor x = random_tensor(first, rng, DType::f32, {37, 333});
+    Tensor w = random_tensor(first, rng, wt, {150, 333});
+    Tensor bias = random_tensor(first, rng, DType::f32, {150});
+    std::vector<Tensor> batch_results;
+    for (OpBackend* ob : all) {
+      SCOPED_TRACE(ob->name);
+      Tensor y = nan_tensor(*ob, {37, 150});
+      ops::matmul(ob->be(), x, w, bias, y);
+      for (int64_t t : {0, 17, 36}) {
+        Tensor alone = nan_tensor(*ob, {1, 150});
+        ops::matmul(ob->be(), x.slice(0, t, 1), w, bias, alone);
+        EXPECT_TRUE(bitwise_equal(alone, y.slice(0, t, 1))) << "row " << t;
+        Tensor five = nan_tensor(*ob, {5, 150});  // in-register path with a partial row tile
+        ops::matmul(ob->be(), x.slice(0, t > 4 ? t - 4 : t, 5), w, bias, five);
+        EXPECT_TRUE(bitwise_equal(five.slice(0, t > 4 ? 4 : 0, 1), y.slice(0, t, 1))) << "row " << t;
+      }
+      batch_results.push_back(y);
+    }
+    // The last two backends are the best ISA with 3 threads and with 1 thread.
+    size_t n = batch_results.size();
+    EXPECT_TRUE(bitwise_equal(batch_results[n - 1], batch_results[n - 2])) << "3 threads vs 1 thread";
+  }
+}
+
+// Offsets past 2^31 and 2^32: x, w and y rows 2^32 + 64 bytes apart in a sparse address range (pages committed
+// only where rows live). T = 9 takes the panel path, T = 2 the in-register path.
+TEST(Matmul, RowStridesPastTwoToThe32) {
+  KEEL_TEST_RNG(rng);
+  const int64_t stride = (int64_t{1} << 32) + 64, in = 40, out = 3;
+  SparseArena arena(10 * stride + (1 << 20));
+  ASSERT_TRUE(arena.ok());
+  for (int64_t m = 0; m < 10; ++m) arena.commit(m * stride, 3 * 4096);
+  Tensor base = Tensor::borrow(arena.base(), DType::f32, {1});
+  Tensor wbase = Tensor::borrow(arena.base(), DType::bf16, {1});
+  for (OpBackend* ob : op_backends()) {
+    SCOPED_TRACE(ob->name);
+    for (int64_t T : {2, 9}) {
+      Tensor x = base.strided_view({T, in}, {stride, 4});
+      Tensor w = wbase.strided_view({out, in}, {stride, 2}, 4096);
+      Tensor y = base.strided_view({T, out}, {stride, 4}, 8192);
+      for (int64_t i = 0; i < x.numel(); ++i) set_element(x, i, rng.uniform());
+      for (int64_t i = 0; i < w.numel(); ++i) set_element(w, i, rng.uniform());
+      for (int64_t i = 0; i < y.numel(); ++i) set_element(y, i, NAN);
+      ops::matmul(ob->be(), x, w, y);
+      expect_matches(y, ref::matmul(values(x), values(w), {}, T, in, out), in);
+    }
+  }
+}
+
+TEST(Matmul, ShapeErrorsNameTheTensor) {
+  OpBackend& ob = *op_backends().front();
+  Tensor x = Tensor::empty(ob.pool(), DType::f32, {4, 10}, "x");
+  Tensor w = Tensor::empty(ob.pool(), DType::bf16, {6, 11}, "w");
+  Tensor y = Tensor::empty(ob.pool(), DType::f32, {4, 6}, "y");
+  try {
+    ops::matmul(ob.be(), x, w, y);
+    FAIL() << "in mismatch accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::invalid_argument);
+    EXPECT_NE(std::string(e.what()).find("x must be [*, 11], got [4, 10]"), std::string::npos) << e.what();
+  }
+  Tensor w2 = Tensor::empty(ob.pool(), DType::i32, {6, 10}, "w");
+  EXPECT_THROW(ops::matmul(ob.be(), x, w2, y), Error);
+  Tensor w3 = Tensor::empty(ob.pool(), DType::f32, {5, 10}, "w");
+  EXPECT_THROW(ops::matmul(ob.be(), x, w3, y), Error);
+  Tensor bad_bias = Tensor::empty(ob.pool(), DType::f32, {5}, "bias");
+  Tensor w4 = Tensor::empty(ob.pool(), DType::f32, {6, 10}, "w");
+  EXPECT_THROW(ops::matmul(ob.be(), x, w4, bad_bias, y), Error);
+  Tensor strided_rows = Tensor::empty(ob.pool(), DType::f32, {4, 20}, "x").strided_view({4, 10}, {80, 8});
+  EXPECT_THROW(ops::matmul(ob.be(), strided_rows, w4, y), Error);
+}
