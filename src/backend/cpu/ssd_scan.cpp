@@ -1,0 +1,212 @@
+#include "backend/cpu/ssd_scan.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "backend/cpu/vec_f32.h"
+#include "core/tensor.h"
+
+namespace keel::cpu {
+
+namespace {
+
+KEEL_INLINE float dt_of(const SsdScanArgs& a, int64_t t, int64_t h) {
+  float v = a.dt[t * a.dt_st + h * a.dt_sh] + a.dt_bias[h];
+  float sp = v > 20.0f ? v : std::log1p(std::exp(v));
+  return std::min(std::max(sp, a.dt_min), a.dt_max);
+}
+
+// y[0, len) += Σ_{j < n_rows} coef[j] · rows[j·stride + (0, len)], rows accumulated in order j = 0, 1, ...
+template <int W>
+KEEL_INLINE void add_weighted_rows(float* y, const float* rows, int64_t stride, const float* coef,
+                                   int64_t n_rows, int64_t len) {
+  using V = VecF<W>;
+  int64_t p = 0;
+  for (; p + 4 * W <= len; p += 4 * W) {
+    typename V::F a0 = V::load(y + p), a1 = V::load(y + p + W), a2 = V::load(y + p + 2 * W),
+                  a3 = V::load(y + p + 3 * W);
+    for (int64_t j = 0; j < n_rows; ++j) {
+      const float* r = rows + j * stride + p;
+      const float c = coef[j];
+      a0 += c * V::load(r);
+      a1 += c * V::load(r + W);
+      a2 += c * V::load(r + 2 * W);
+      a3 += c * V::load(r + 3 * W);
+    }
+    V::store(y + p, a0), V::store(y + p + W, a1), V::store(y + p + 2 * W, a2), V::store(y + p + 3 * W, a3);
+  }
+  for (; p + W <= len; p += W) {
+    typename V::F a0 = V::load(y + p);
+    for (int64_t j = 0; j < n_rows; ++j) a0 += coef[j] * V::load(rows + j * stride + p);
+    V::store(y + p, a0);
+  }
+  for (; p < len; ++p) {
+    float s = y[p];
+    for (int64_t j = 0; j < n_rows; ++j) s += coef[j] * rows[j * stride + p];
+    y[p] = s;
+  }
+}
+
+// T = 1: S ← e^{dt·A}·S + dt·x⊗B and y = S·C + D·x in one pass over S.
+template <int W>
+KEEL_INLINE void decode_heads(const SsdScanArgs& a, int64_t h_begin, int64_t h_end) {
+  using V = VecF<W>;
+  const int64_t heads_per_group = a.H / a.G, N = a.N;
+  for (int64_t h = h_begin; h < h_end; ++h) {
+    const int64_t g = h / heads_per_group;
+    const float dt = dt_of(a, 0, h), decay = std::exp(dt * a.A[h]);
+    const float* x = a.x + h * a.x_sh;
+    const float* B = a.B + g * a.B_sg;
+    const float* C = a.C + g * a.C_sg;
+    float* y = a.y + h * a.y_sh;
+    for (int64_t p = 0; p < a.P; ++p) {
+      float* s = a.state + (h * a.P + p) * N;
+      const float coef = dt * x[p];
+      typename V::F acc{};
+      int64_t n = 0;
+      for (; n + W <= N; n += W) {
+        typename V::F sv = decay * V::load(s + n) + coef * V::load(B + n);
+        V::store(s + n, sv);
+        acc += sv * V::load(C + n);
+      }
+      float out = V::hsum(acc);
+      for (; n < N; ++n) {
+        s[n] = decay * s[n] + coef * B[n];
+        out += s[n] * C[n];
+      }
+      y[p] = out + a.D[h] * x[p];
+    }
+  }
+}
+
+// One chunk of Qc tokens starting at t0, shared by both phases.
+struct Chunk {
+  const SsdScanArgs* a;
+  int64_t t0, Qc;
+  float* cb;       // [G, Qe, row] C_i·B_j for j ≤ i
+  int64_t cb_row;  // pad16(Qe)
+  float* scratch;  // per worker: dt, cumsum, coefficients, each cb_row floats
+};
+
+// CB[g][i][j] = C[t0+i, g] · B[t0+j, g] for j ≤ i; rows r ∈ [begin, end) of the G·Qc (group, i) pairs.
+template <int W>
+KEEL_INLINE void cb_rows(const Chunk& c, int64_t begin, int64_t end) {
+  const SsdScanArgs& a = *c.a;
+  for (int64_t r = begin; r < end; ++r) {
+    const int64_t g = r / c.Qc, i = r % c.Qc;
+    const float* Ci = a.C + (c.t0 + i) * a.C_st + g * a.C_sg;
+    float* out = c.cb + (g * c.Qc + i) * c.cb_row;
+    for (int64_t j = 0; j <= i; ++j) out[j] = dot<W>(Ci, a.B + (c.t0 + j) * a.B_st + g * a.B_sg, a.N);
+  }
+}
+
+template <int W>
+KEEL_INLINE void chunk_heads(const Chunk& c, int64_t h_begin, int64_t h_end, int worker) {
+  const SsdScanArgs& a = *c.a;
+  const int64_t heads_per_group = a.H / a.G, P = a.P, N = a.N, Qc = c.Qc, t0 = c.t0;
+  float* dt = c.scratch + worker * 3 * c.cb_row;
+  float* lam = dt + c.cb_row;
+  float* coef = lam + c.cb_row;
+  for (int64_t h = h_begin; h < h_end; ++h) {
+    const int64_t g = h / heads_per_group;
+    // dt and the chunk-local inclusive cumsum Λ_i = Σ_{k ≤ i} dt_k·A (fp32, restarted every chunk).
+    float run = 0;
+    for (int64_t i = 0; i < Qc; ++i) {
+      dt[i] = dt_of(a, t0 + i, h);
+      run += dt[i] * a.A[h];
+      lam[i] = run;
+    }
+    float* S = a.state + h * P * N;
+    const float* x0 = a.x + t0 * a.x_st + h * a.x_sh;
+    const float* B0 = a.B + t0 * a.B_st + g * a.B_sg;
+    const float* C0 = a.C + t0 * a.C_st + g * a.C_sg;
+    float* y0 = a.y + t0 * a.y_st + h * a.y_sh;
+    // y_i = e^{Λ_i}·(S·C_i) + D·x_i from the state carried in, then + Σ_{j ≤ i} CB[i,j]·e^{Λ_i −
+    // Λ_j}·dt_j·x_j.
+    for (int64_t i = 0; i < Qc; ++i) {
+      const float e = std::exp(lam[i]);
+      const float* Ci = C0 + i * a.C_st;
+      const float* xi = x0 + i * a.x_st;
+      float* yi = y0 + i * a.y_st;
+      for (int64_t p = 0; p < P; ++p) yi[p] = e * dot<W>(S + p * N, Ci, N) + a.D[h] * xi[p];
+      for (int64_t j = 0; j <= i; ++j) coef[j] = lam[i] - lam[j];
+      exp_inplace_padded<W>(coef, i + 1);
+      const float* cb = c.cb + (g * Qc + i) * c.cb_row;
+      for (int64_t j = 0; j <= i; ++j) coef[j] *= cb[j] * dt[j];
+      add_weighted_rows<W>(yi, x0, a.x_st, coef, i + 1, P);
+    }
+    // S ← e^{Λ_last}·S + Σ_j e^{Λ_last − Λ_j}·dt_j·(x_j ⊗ B_j); dt[] becomes those weights.
+    const float last = lam[Qc - 1];
+    for (int64_t j = 0; j < Qc; ++j) lam[j] = last - lam[j];
+    exp_inplace_padded<W>(lam, Qc);
+    for (int64_t j = 0; j < Qc; ++j) dt[j] *= lam[j];
+    const float decay = std::exp(last);
+    for (int64_t p = 0; p < P; ++p) {
+      for (int64_t j = 0; j < Qc; ++j) coef[j] = dt[j] * x0[j * a.x_st + p];
+      float* s = S + p * N;
+      scale<W>(s, decay, N);
+      add_weighted_rows<W>(s, B0, a.B_st, coef, Qc, N);
+    }
+  }
+}
+
+struct Kernels {
+  void (*decode)(const SsdScanArgs&, int64_t, int64_t);
+  void (*cb)(const Chunk&, int64_t, int64_t);
+  void (*heads)(const Chunk&, int64_t, int64_t, int);
+};
+
+#define KEEL_SSD_KERNELS(name, target, W)                                 \
+  target void name##_decode(const SsdScanArgs& a, int64_t b, int64_t e) { \
+    decode_heads<W>(a, b, e);                                             \
+  }                                                                       \
+  target void name##_cb(const Chunk& c, int64_t b, int64_t e) {           \
+    cb_rows<W>(c, b, e);                                                  \
+  }                                                                       \
+  target void name##_heads(const Chunk& c, int64_t b, int64_t e, int w) { \
+    chunk_heads<W>(c, b, e, w);                                           \
+  }                                                                       \
+  constexpr Kernels name{name##_decode, name##_cb, name##_heads};
+
+KEEL_SSD_KERNELS(k_generic, , 4)
+KEEL_SSD_KERNELS(k_avx2, KEEL_TARGET_AVX2, 8)
+KEEL_SSD_KERNELS(k_avx512, KEEL_TARGET_AVX512, 16)
+
+const Kernels& kernels_for(CpuIsa isa) {
+  if (isa >= CpuIsa::avx512) return k_avx512;
+  if (isa == CpuIsa::avx2) return k_avx2;
+  return k_generic;
+}
+
+}  // namespace
+
+int64_t ssd_scan_kernel_workspace_bytes(int64_t T, int64_t H, int64_t G, int64_t Q, int n_threads) {
+  if (T <= 1) return 0;
+  const int64_t Qe = std::min(Q, T), row = pad16(Qe);
+  const int64_t slots = std::min<int64_t>(std::max(n_threads, 1), H);
+  return 4 * (G * Qe * row + slots * 3 * row);
+}
+
+void ssd_scan(CpuBackend& be, const SsdScanArgs& a) {
+  const Kernels& k = kernels_for(be.isa());
+  ThreadPool& pool = *be.threads();
+  if (a.T == 0) return;
+  if (a.T == 1) {
+    pool.parallel_for(a.H, [&](int64_t b, int64_t e, int) { k.decode(a, b, e); });
+    return;
+  }
+  const int64_t Qe = std::min(a.Q, a.T), row = pad16(Qe);
+  const int64_t slots = std::min<int64_t>(pool.size(), a.H);
+  Tensor ws = Tensor::empty(be.pool(), DType::f32, {a.G * Qe * row + slots * 3 * row}, "ssd_scan workspace");
+  std::fill_n(ws.ptr<float>(), ws.numel(),
+              0.0f);  // padded tails are read by whole-vector exp; keep them finite
+  Chunk c{&a, 0, 0, ws.ptr<float>(), row, ws.ptr<float>() + a.G * Qe * row};
+  for (int64_t t0 = 0; t0 < a.T; t0 += Qe) {
+    c.t0 = t0;
+    c.Qc = std::min(Qe, a.T - t0);
+    pool.parallel_for(a.G * c.Qc, [&](int64_t b, int64_t e, int) { k.cb(c, b, e); });
+    pool.parallel_for(a.H, [&](int64_t b, int64_t e, int w) { k.heads(c, b, e, w); });
+  }
+}
+
+}  // namespace keel::cpu

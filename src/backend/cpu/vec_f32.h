@@ -1,0 +1,152 @@
+// Fixed-width f32 vectors (GCC vector extensions) for the CPU kernels of the stateful ops (SSD, DeltaNet,
+// attention). A kernel body is a template on the width W — 4 (baseline SSE2), 8 (AVX2), 16 (AVX-512) — that
+// is force-inlined into entry points compiled with KEEL_TARGET_AVX2 / KEEL_TARGET_AVX512, so one source
+// yields each ISA's code while the build stays generic x86-64. Everything here is always_inline: a vector
+// never crosses an out-of-line call, which is why the psabi notes GCC gives for wide vector arguments do not
+// apply (silenced here for the files that include this header, which are kernel files only).
+//
+// Reductions (hsum, hmax) use a fixed pairwise tree, so a result depends only on W and the element count,
+// never on what else is in the call: the batch-invariance rule of docs/OPS.md.
+#pragma once
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+#include <cstdint>
+#include <cstring>
+
+#define KEEL_INLINE inline __attribute__((always_inline))
+#define KEEL_TARGET_AVX2 __attribute__((target("avx2,fma")))
+#define KEEL_TARGET_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma")))
+
+namespace keel::cpu {
+
+typedef float f32x4 __attribute__((vector_size(16)));
+typedef float f32x8 __attribute__((vector_size(32)));
+typedef float f32x16 __attribute__((vector_size(64)));
+typedef int32_t i32x4 __attribute__((vector_size(16)));
+typedef int32_t i32x8 __attribute__((vector_size(32)));
+typedef int32_t i32x16 __attribute__((vector_size(64)));
+
+// (GCC 12 mistakes a vector_size that depends on a template parameter for a scalar, hence the fixed
+// typedefs.)
+template <int W>
+struct VecTypes;
+template <>
+struct VecTypes<4> {
+  using F = f32x4;
+  using I = i32x4;
+};
+template <>
+struct VecTypes<8> {
+  using F = f32x8;
+  using I = i32x8;
+};
+template <>
+struct VecTypes<16> {
+  using F = f32x16;
+  using I = i32x16;
+};
+
+template <int W>
+struct VecF {
+  using F = typename VecTypes<W>::F;
+  using I = typename VecTypes<W>::I;
+
+  static KEEL_INLINE F load(const float* p) {
+    F v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+  }
+  static KEEL_INLINE void store(float* p, const F& v) { std::memcpy(p, &v, sizeof v); }
+  static KEEL_INLINE F splat(float x) { return F{} + x; }
+
+  static KEEL_INLINE float hsum(const F& v) {
+    float a[W];
+    std::memcpy(a, &v, sizeof a);
+    for (int s = W / 2; s >= 1; s /= 2)
+      for (int i = 0; i < s; ++i) a[i] += a[i + s];
+    return a[0];
+  }
+  static KEEL_INLINE float hmax(const F& v) {
+    float a[W];
+    std::memcpy(a, &v, sizeof a);
+    for (int s = W / 2; s >= 1; s /= 2)
+      for (int i = 0; i < s; ++i) a[i] = a[i] > a[i + s] ? a[i] : a[i + s];
+    return a[0];
+  }
+  static KEEL_INLINE F max(const F& a, const F& b) { return a > b ? a : b; }
+
+  // e^x with relative error ~2 ulp (Cephes expf: x = n·ln2 + r, |r| ≤ ln2/2, degree-6 polynomial in r, then
+  // 2^n through the exponent bits). Exactly 0 below −87.3 (where expf turns subnormal), +inf above 88.3.
+  static KEEL_INLINE F exp(const F& x0) {
+    const F lo = splat(-87.3f), hi = splat(88.3f);
+    F x = x0 < lo ? lo : x0;
+    x = x > hi ? hi : x;
+    F f = x * 1.44269504088896341f + 0.5f;
+    F n = __builtin_convertvector(__builtin_convertvector(f, I), F);  // truncates toward zero
+    n = n - __builtin_convertvector(-(n > f), F);                     // floor: subtract 1 where n > f
+    F r = x - n * 0.693359375f;
+    r = r + n * 2.12194440e-4f;
+    F p = splat(1.9875691500e-4f);
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * (r * r) + r + 1.0f;
+    I bits = (__builtin_convertvector(n, I) + 127) << 23;
+    F scale;
+    std::memcpy(&scale, &bits, sizeof scale);
+    F out = p * scale;
+    out = x0 < lo ? F{} : out;
+    const F inf = splat(__builtin_inff());
+    return x0 > hi ? inf : out;
+  }
+};
+
+// dot(a, b) over n floats: W-wide partial sums in order, then the fixed tree, then the tail in order.
+template <int W>
+KEEL_INLINE float dot(const float* a, const float* b, int64_t n) {
+  using V = VecF<W>;
+  typename V::F acc0{}, acc1{};
+  int64_t i = 0;
+  for (; i + 2 * W <= n; i += 2 * W) {
+    acc0 += V::load(a + i) * V::load(b + i);
+    acc1 += V::load(a + i + W) * V::load(b + i + W);
+  }
+  for (; i + W <= n; i += W) acc0 += V::load(a + i) * V::load(b + i);
+  float s = V::hsum(acc0 + acc1);
+  for (; i < n; ++i) s += a[i] * b[i];
+  return s;
+}
+
+// y[0, n) += alpha · x[0, n)
+template <int W>
+KEEL_INLINE void axpy(float* y, const float* x, float alpha, int64_t n) {
+  using V = VecF<W>;
+  int64_t i = 0;
+  for (; i + W <= n; i += W) V::store(y + i, V::load(y + i) + alpha * V::load(x + i));
+  for (; i < n; ++i) y[i] += alpha * x[i];
+}
+
+// y[0, n) *= alpha
+template <int W>
+KEEL_INLINE void scale(float* y, float alpha, int64_t n) {
+  using V = VecF<W>;
+  int64_t i = 0;
+  for (; i + W <= n; i += W) V::store(y + i, V::load(y + i) * alpha);
+  for (; i < n; ++i) y[i] *= alpha;
+}
+
+// y[0, n) = e^{y[0, n)}; n rounded up to a multiple of W (callers pad their scratch rows to that).
+template <int W>
+KEEL_INLINE void exp_inplace_padded(float* y, int64_t n) {
+  using V = VecF<W>;
+  for (int64_t i = 0; i < n; i += W) V::store(y + i, V::exp(V::load(y + i)));
+}
+
+// Scratch rows padded to a whole number of the widest vector (16 floats), so padded loops never overrun.
+constexpr int64_t pad16(int64_t n) {
+  return (n + 15) / 16 * 16;
+}
+
+}  // namespace keel::cpu
