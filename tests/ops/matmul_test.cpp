@@ -24,10 +24,11 @@ struct Shape {
 
 TEST(Matmul, MatchesReferenceAtAwkwardSizes) {
   KEEL_TEST_RNG(rng);
-  // T = 1 and < 8 (in-register widening), ≥ 8 (panels); in not a multiple of 8/16; out odd, > one panel of 64.
+  // T = 1 and < 8 (in-register widening), ≥ 8 (panels; T mod 6 = 1, 2, 3, 4); in not a multiple of 8/16 and
+  // > 512 (k blocks); out odd, > one panel of 64.
   const Shape shapes[] = {{1, 1, 1},     {1, 37, 5},    {2, 16, 3},    {3, 64, 17},  {5, 100, 33},
                           {7, 129, 65},  {8, 8, 16},    {9, 200, 130}, {37, 47, 71}, {13, 513, 19},
-                          {64, 64, 64},  {1, 1000, 257}};
+                          {64, 64, 64},  {1, 1000, 257}, {10, 1100, 70}, {11, 40, 9}};
   for (OpBackend* ob : op_backends()) {
     SCOPED_TRACE(ob->name);
     for (DType wt : {DType::f32, DType::bf16, DType::f16})
@@ -63,15 +64,15 @@ TEST(Matmul, BiasAndStridedRows) {
 }
 
 // docs/OPS.md batch invariance: a row's bits do not depend on T, on the path (T = 1 widens weights in registers,
-// T = 37 through panels), or on the thread count.
+// T = 37 through panels and k blocks of 512), or on the thread count.
 TEST(Matmul, BatchInvariantBitwise) {
   KEEL_TEST_RNG(rng);
   std::vector<OpBackend*> all = op_backends();
   for (DType wt : {DType::f32, DType::bf16, DType::f16}) {
     SCOPED_TRACE(dtype_name(wt));
     OpBackend& first = *all.front();
-    Tensor x = random_tensor(first, rng, DType::f32, {37, 333});
-    Tensor w = random_tensor(first, rng, wt, {150, 333});
+    Tensor x = random_tensor(first, rng, DType::f32, {37, 1033});
+    Tensor w = random_tensor(first, rng, wt, {150, 1033});
     Tensor bias = random_tensor(first, rng, DType::f32, {150});
     std::vector<Tensor> batch_results;
     for (OpBackend* ob : all) {

@@ -40,15 +40,13 @@ inline __attribute__((always_inline)) typename V::F load_x_tail(const float* x, 
   return V::load(tmp);
 }
 
-// out[i][j] = x[i] · w[j] over `in` elements, in the order matmul.h states.
+// acc[i][j] += x[i] · w[j] over elements [k0, k1): whole L-steps, then (when k1 == in is not a multiple of L)
+// one zero-padded step. k0 is a multiple of L. Splitting [0, in) at multiples of L gives the same bits as one call.
 template <class V, WKind K, int MR, int NR>
-inline __attribute__((always_inline)) void dot_tile(const float* const* x, const char* const* w, int64_t in,
-                                                    float (&out)[MR][NR]) {
-  typename V::F acc[MR][NR];
-  for (int i = 0; i < MR; ++i)
-    for (int j = 0; j < NR; ++j) acc[i][j] = V::zero();
-  const int64_t full = in - in % V::L;
-  for (int64_t k = 0; k < full; k += V::L) {
+inline __attribute__((always_inline)) void accumulate(typename V::F (&acc)[MR][NR], const float* const* x,
+                                                      const char* const* w, int64_t k0, int64_t k1) {
+  const int64_t full = k1 - k1 % V::L;
+  for (int64_t k = k0; k < full; k += V::L) {
     typename V::F wv[NR];
     for (int j = 0; j < NR; ++j) wv[j] = load_w<V, K>(w[j], k);
     for (int i = 0; i < MR; ++i) {
@@ -56,16 +54,47 @@ inline __attribute__((always_inline)) void dot_tile(const float* const* x, const
       for (int j = 0; j < NR; ++j) acc[i][j] = V::fma(xv, wv[j], acc[i][j]);
     }
   }
-  if (full < in) {
+  if (full < k1) {
     typename V::F wv[NR];
-    for (int j = 0; j < NR; ++j) wv[j] = load_w_tail<V, K>(w[j], full, in - full);
+    for (int j = 0; j < NR; ++j) wv[j] = load_w_tail<V, K>(w[j], full, k1 - full);
     for (int i = 0; i < MR; ++i) {
-      typename V::F xv = load_x_tail<V>(x[i] + full, in - full);
+      typename V::F xv = load_x_tail<V>(x[i] + full, k1 - full);
       for (int j = 0; j < NR; ++j) acc[i][j] = V::fma(xv, wv[j], acc[i][j]);
     }
   }
+}
+
+template <class V, int MR, int NR>
+inline __attribute__((always_inline)) void reduce(typename V::F (&acc)[MR][NR], float (&out)[MR][NR]) {
   for (int i = 0; i < MR; ++i)
     for (int j = 0; j < NR; ++j) out[i][j] = V::sum(acc[i][j]);
+}
+
+// out[i][j] = x[i] · w[j] over `in` elements, in the order matmul.h states.
+template <class V, WKind K, int MR, int NR>
+inline __attribute__((always_inline)) void dot_tile(const float* const* x, const char* const* w, int64_t in,
+                                                    float (&out)[MR][NR]) {
+  typename V::F acc[MR][NR];
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < NR; ++j) acc[i][j] = V::zero();
+  accumulate<V, K, MR, NR>(acc, x, w, 0, in);
+  reduce<V, MR, NR>(acc, out);
+}
+
+// Pointers to rows [first, first + count) padded to N by repeating the last row (its results are dropped).
+template <int N, class P>
+inline __attribute__((always_inline)) void row_ptrs(P (&p)[N], const char* base, int64_t row_bytes, int64_t first,
+                                                    int64_t count) {
+  for (int i = 0; i < N; ++i) p[i] = reinterpret_cast<P>(base + (first + (i < count ? i : count - 1)) * row_bytes);
+}
+
+template <int MR, int NR>
+inline __attribute__((always_inline)) void write_tile(const MatmulArgs& a, const float (&out)[MR][NR], int64_t t0,
+                                                      int64_t rows, int64_t o0, int64_t cols) {
+  for (int i = 0; i < rows; ++i) {
+    float* y = reinterpret_cast<float*>(a.y + (t0 + i) * a.y_row_bytes) + o0;
+    for (int j = 0; j < cols; ++j) y[j] = a.bias ? out[i][j] + a.bias[o0 + j] : out[i][j];
+  }
 }
 
 // Rows [t0, t0 + rows) × weight rows [o0, o0 + cols), rows ≤ MR, cols ≤ NR. Missing rows/columns repeat the
@@ -76,15 +105,11 @@ inline __attribute__((always_inline)) void tile(const MatmulArgs& a, const char*
   constexpr int NR = V::NR;
   const float* xp[MR];
   const char* wp[NR];
-  for (int i = 0; i < MR; ++i)
-    xp[i] = reinterpret_cast<const float*>(a.x + (t0 + (i < rows ? i : rows - 1)) * a.x_row_bytes);
-  for (int j = 0; j < NR; ++j) wp[j] = w_base + (w0 + (j < cols ? j : cols - 1)) * w_row_bytes;
+  row_ptrs<MR>(xp, a.x, a.x_row_bytes, t0, rows);
+  row_ptrs<NR>(wp, w_base, w_row_bytes, w0, cols);
   float out[MR][NR];
   dot_tile<V, K, MR, NR>(xp, wp, a.in, out);
-  for (int i = 0; i < rows; ++i) {
-    float* y = reinterpret_cast<float*>(a.y + (t0 + i) * a.y_row_bytes) + o0;
-    for (int j = 0; j < cols; ++j) y[j] = a.bias ? out[i][j] + a.bias[o0 + j] : out[i][j];
-  }
+  write_tile<MR, NR>(a, out, t0, rows, o0, cols);
 }
 
 // Output columns [o_begin, o_end) for every row, reading weight row o at w_base + (o − o_begin + w_first)·stride.
@@ -106,27 +131,81 @@ void block(const MatmulArgs& a, const char* w_base, int64_t w_row_bytes, int64_t
   }
 }
 
+constexpr int64_t kKBlock = 512;  // x elements per k block: MR rows × 2 KiB stay in L1
+
+// Rows [t0, t0 + rows) (rows ≤ MR) × columns [o_begin, o_end) (at most kMatmulPanelRows), with k in blocks of
+// kKBlock: the block of x rows stays in L1 while every column group passes over it. Accumulators wait in
+// `saved` between k blocks (stored and reloaded exactly), so the order per output is dot_tile's.
+template <class V, WKind K, int MR>
+void kblocked_rows(const MatmulArgs& a, const char* w_base, int64_t w_row_bytes, int64_t w_first, int64_t o_begin,
+                   int64_t o_end, int64_t t0, int64_t rows, typename V::F* saved) {
+  constexpr int NR = V::NR;
+  const float* xp[MR];
+  row_ptrs<MR>(xp, a.x, a.x_row_bytes, t0, rows);
+  const int64_t groups = (o_end - o_begin + NR - 1) / NR;
+  for (int64_t k0 = 0; k0 < a.in; k0 += kKBlock) {
+    const int64_t k1 = a.in - k0 < kKBlock ? a.in : k0 + kKBlock;
+    for (int64_t g = 0; g < groups; ++g) {
+      const int64_t o0 = o_begin + g * NR, cols = o_end - o0 < NR ? o_end - o0 : NR;
+      const char* wp[NR];
+      row_ptrs<NR>(wp, w_base, w_row_bytes, w_first + g * NR, cols);
+      typename V::F acc[MR][NR];
+      typename V::F* keep = saved + g * MR * NR;
+      for (int i = 0; i < MR; ++i)
+        for (int j = 0; j < NR; ++j) acc[i][j] = k0 == 0 ? V::zero() : keep[i * NR + j];
+      accumulate<V, K, MR, NR>(acc, xp, wp, k0, k1);
+      if (k1 == a.in) {
+        float out[MR][NR];
+        reduce<V, MR, NR>(acc, out);
+        write_tile<MR, NR>(a, out, t0, rows, o0, cols);
+      } else {
+        for (int i = 0; i < MR; ++i)
+          for (int j = 0; j < NR; ++j) keep[i * NR + j] = acc[i][j];
+      }
+    }
+  }
+}
+
+template <class V, WKind K>
+void kblocked(const MatmulArgs& a, const char* w_base, int64_t w_row_bytes, int64_t w_first, int64_t o_begin,
+              int64_t o_end) {
+  typename V::F saved[V::MR * ((kMatmulPanelRows + V::NR - 1) / V::NR) * V::NR];
+  int64_t t0 = 0, rest = a.T;
+  for (; rest >= V::MR; t0 += V::MR, rest -= V::MR)
+    kblocked_rows<V, K, V::MR>(a, w_base, w_row_bytes, w_first, o_begin, o_end, t0, V::MR, saved);
+  if (V::MR > 4 && rest >= 4) {
+    kblocked_rows<V, K, 4>(a, w_base, w_row_bytes, w_first, o_begin, o_end, t0, 4, saved);
+    t0 += 4, rest -= 4;
+  }
+  for (; rest >= 2; t0 += 2, rest -= 2)
+    kblocked_rows<V, K, 2>(a, w_base, w_row_bytes, w_first, o_begin, o_end, t0, 2, saved);
+  if (rest == 1) kblocked_rows<V, K, 1>(a, w_base, w_row_bytes, w_first, o_begin, o_end, t0, 1, saved);
+}
+
 template <class V, WKind K>
 void cols(const MatmulArgs& a, int64_t o_begin, int64_t o_end, float* panel) {
-  if (K == WKind::f32 || panel == nullptr) {
+  if (a.T < kMatmulPanelMinRows) {  // decode: stream weight rows once, widening in registers
     block<V, K>(a, a.w, a.w_row_bytes, o_begin, o_begin, o_end);
     return;
   }
-  // Widen kMatmulPanelRows weight rows to f32 (rows padded to in_pad with zeros), then run them as f32 weights:
-  // the same values in the same order as the in-register path, so both give the same bits.
-  const int64_t in_pad = (a.in + 15) / 16 * 16;
-  const int64_t full = a.in - a.in % V::L;
   for (int64_t p = o_begin; p < o_end; p += kMatmulPanelRows) {
     int64_t p_end = o_end - p < kMatmulPanelRows ? o_end : p + kMatmulPanelRows;
+    if (K == WKind::f32) {
+      kblocked<V, K>(a, a.w, a.w_row_bytes, p, p, p_end);
+      continue;
+    }
+    // Widen the panel's weight rows to f32 (rows padded to in_pad with zeros), then run them as f32 weights:
+    // the same values in the same order as the in-register path, so both give the same bits.
+    const int64_t in_pad = (a.in + 15) / 16 * 16;
+    const int64_t full = a.in - a.in % V::L;
     for (int64_t o = p; o < p_end; ++o) {
       const char* row = a.w + o * a.w_row_bytes;
       float* dst = panel + (o - p) * in_pad;
       int64_t k = 0;
       for (; k < full; k += V::L) V::store(dst + k, load_w<V, K>(row, k));
-      for (; k < in_pad; k += V::L)
-        V::store(dst + k, k < a.in ? load_w_tail<V, K>(row, k, a.in - k) : V::zero());
+      for (; k < in_pad; k += V::L) V::store(dst + k, k < a.in ? load_w_tail<V, K>(row, k, a.in - k) : V::zero());
     }
-    block<V, WKind::f32>(a, reinterpret_cast<const char*>(panel), in_pad * 4, 0, p, p_end);
+    kblocked<V, WKind::f32>(a, reinterpret_cast<const char*>(panel), in_pad * 4, 0, p, p_end);
   }
 }
 

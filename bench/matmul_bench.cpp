@@ -1,0 +1,92 @@
+// ops::matmul throughput. Prefill: GFLOP/s (2·T·in·out per call) and the fraction of the fp32 FMA peak of the
+// threads used, peak = threads × GHz × 2 FMA units × 16 lanes × 2 flops (GHz from /proc/cpuinfo "cpu MHz").
+// Decode (T = 1): GB/s of weight bytes streamed.
+//   build-X/bench/matmul_bench --benchmark_filter=Prefill
+#include <benchmark/benchmark.h>
+
+#include <fstream>
+#include <random>
+#include <string>
+
+#include "backend/cpu/cpu_backend.h"
+#include "core/tensor.h"
+#include "ops/matmul.h"
+
+using namespace keel;
+
+namespace {
+
+double cpu_ghz() {
+  std::ifstream f("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("cpu MHz", 0) == 0) return std::stod(line.substr(line.find(':') + 1)) / 1000.0;
+  return 0;
+}
+
+void fill(Tensor& t, std::mt19937& gen) {
+  std::uniform_real_distribution<float> u(-1, 1);
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    float v = u(gen);
+    if (t.dtype() == DType::f32) t.ptr<float>()[i] = v;
+    if (t.dtype() == DType::bf16) t.ptr<uint16_t>()[i] = f32_to_bf16(v);
+    if (t.dtype() == DType::f16) t.ptr<uint16_t>()[i] = f32_to_f16(v);
+  }
+}
+
+// Args: T, in, out, weight dtype (0 f32, 1 bf16, 2 f16), threads, isa (CpuIsa value).
+void BM_Matmul(benchmark::State& state) {
+  const int64_t T = state.range(0), in = state.range(1), out = state.range(2);
+  const DType wt = state.range(3) == 0 ? DType::f32 : state.range(3) == 1 ? DType::bf16 : DType::f16;
+  const int threads = static_cast<int>(state.range(4));
+  const auto isa = static_cast<CpuIsa>(state.range(5));
+  MemoryPool pool("cpu", int64_t{8} << 30);
+  CpuBackend be(pool, threads, isa);
+  std::mt19937 gen(1);
+  Tensor x = Tensor::empty(pool, DType::f32, {T, in}, "x");
+  Tensor w = Tensor::empty(pool, wt, {out, in}, "w");
+  Tensor y = Tensor::empty(pool, DType::f32, {T, out}, "y");
+  fill(x, gen);
+  fill(w, gen);
+  for (auto _ : state) {
+    ops::matmul(be, x, w, y);
+    benchmark::DoNotOptimize(y.data());
+  }
+  const double flops = 2.0 * T * in * out;
+  state.counters["GFLOP/s"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["peak_frac"] = benchmark::Counter(flops / (threads * cpu_ghz() * 1e9 * 2 * 16 * 2),
+                                                   benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["W_GB/s"] =
+      benchmark::Counter(static_cast<double>(w.nbytes()) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  state.SetLabel(be.name() + " w=" + std::string(dtype_name(wt)));
+}
+
+constexpr int64_t kAvx512 = static_cast<int64_t>(CpuIsa::avx512), kAvx2 = static_cast<int64_t>(CpuIsa::avx2);
+
+}  // namespace
+
+// Prefill at 512×2048×2048.
+BENCHMARK(BM_Matmul)
+    ->Name("Prefill")
+    ->ArgNames({"T", "in", "out", "wt", "threads", "isa"})
+    ->Args({512, 2048, 2048, 1, 1, kAvx512})
+    ->Args({512, 2048, 2048, 1, 2, kAvx512})
+    ->Args({512, 2048, 2048, 0, 1, kAvx512})
+    ->Args({512, 2048, 2048, 2, 1, kAvx512})
+    ->Args({512, 2048, 2048, 1, 1, kAvx2})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+// Decode GEMV: 2048×2048 (8 MB bf16, cache-resident) and 8192×16384 (256 MB bf16, streamed from memory).
+BENCHMARK(BM_Matmul)
+    ->Name("Decode")
+    ->ArgNames({"T", "in", "out", "wt", "threads", "isa"})
+    ->Args({1, 2048, 2048, 1, 1, kAvx512})
+    ->Args({1, 2048, 2048, 1, 2, kAvx512})
+    ->Args({1, 8192, 16384, 1, 1, kAvx512})
+    ->Args({1, 8192, 16384, 1, 2, kAvx512})
+    ->Args({1, 8192, 16384, 0, 2, kAvx512})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+
+BENCHMARK_MAIN();
