@@ -7,19 +7,12 @@
 #include "backend/cpu/ssd_scan.h"
 #include "core/error.h"
 #include "ops/op_check.h"
-#include "ops/param_values.h"
+#include "ops/view_access.h"
 
 namespace keel::ops {
 
 namespace {
 constexpr const char* kOp = "ssd_scan";
-
-int64_t floats(const Tensor& t, int dim) {
-  if (t.stride_bytes(dim) % 4 != 0)
-    throw_error(ErrorCode::invalid_argument, "{}: tensor {} has a stride of {} bytes, not whole floats", kOp,
-                t.shape_string(), t.stride_bytes(dim));
-  return t.stride_bytes(dim) / 4;
-}
 }  // namespace
 
 int64_t ssd_scan_workspace_bytes(int64_t T, int64_t H, int64_t /*P*/, int64_t G, int64_t /*N*/,
@@ -59,13 +52,14 @@ void ssd_scan(Backend& be, const Tensor& x, const Tensor& dt_raw, const Tensor& 
   }
   cpu::SsdScanArgs a;
   a.T = T, a.H = H, a.P = P, a.G = G, a.N = N, a.Q = p.chunk_size;
-  a.x = x.ptr<float>(), a.x_st = floats(x, 0), a.x_sh = floats(x, 1);
-  a.dt = dt_raw.ptr<float>(), a.dt_st = floats(dt_raw, 0), a.dt_sh = floats(dt_raw, 1);
-  a.B = B.ptr<float>(), a.B_st = floats(B, 0), a.B_sg = floats(B, 1);
-  a.C = C.ptr<float>(), a.C_st = floats(C, 0), a.C_sg = floats(C, 1);
+  a.x = x.ptr<float>(), a.x_st = stride_floats(kOp, "x", x, 0), a.x_sh = stride_floats(kOp, "x", x, 1);
+  a.dt = dt_raw.ptr<float>(), a.dt_st = stride_floats(kOp, "dt_raw", dt_raw, 0),
+  a.dt_sh = stride_floats(kOp, "dt_raw", dt_raw, 1);
+  a.B = B.ptr<float>(), a.B_st = stride_floats(kOp, "B", B, 0), a.B_sg = stride_floats(kOp, "B", B, 1);
+  a.C = C.ptr<float>(), a.C_st = stride_floats(kOp, "C", C, 0), a.C_sg = stride_floats(kOp, "C", C, 1);
   a.A = A, a.dt_bias = A + H, a.D = A + 2 * H;
   a.state = state.ptr<float>();
-  a.y = y.ptr<float>(), a.y_st = floats(y, 0), a.y_sh = floats(y, 1);
+  a.y = y.ptr<float>(), a.y_st = stride_floats(kOp, "y", y, 0), a.y_sh = stride_floats(kOp, "y", y, 1);
   a.dt_min = p.dt_min, a.dt_max = p.dt_max;
   cpu::ssd_scan(static_cast<CpuBackend&>(be), a);
 }

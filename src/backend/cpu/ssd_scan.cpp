@@ -16,37 +16,6 @@ KEEL_INLINE float dt_of(const SsdScanArgs& a, int64_t t, int64_t h) {
   return std::min(std::max(sp, a.dt_min), a.dt_max);
 }
 
-// y[0, len) += Σ_{j < n_rows} coef[j] · rows[j·stride + (0, len)], rows accumulated in order j = 0, 1, ...
-template <int W>
-KEEL_INLINE void add_weighted_rows(float* y, const float* rows, int64_t stride, const float* coef,
-                                   int64_t n_rows, int64_t len) {
-  using V = VecF<W>;
-  int64_t p = 0;
-  for (; p + 4 * W <= len; p += 4 * W) {
-    typename V::F a0 = V::load(y + p), a1 = V::load(y + p + W), a2 = V::load(y + p + 2 * W),
-                  a3 = V::load(y + p + 3 * W);
-    for (int64_t j = 0; j < n_rows; ++j) {
-      const float* r = rows + j * stride + p;
-      const float c = coef[j];
-      a0 += c * V::load(r);
-      a1 += c * V::load(r + W);
-      a2 += c * V::load(r + 2 * W);
-      a3 += c * V::load(r + 3 * W);
-    }
-    V::store(y + p, a0), V::store(y + p + W, a1), V::store(y + p + 2 * W, a2), V::store(y + p + 3 * W, a3);
-  }
-  for (; p + W <= len; p += W) {
-    typename V::F a0 = V::load(y + p);
-    for (int64_t j = 0; j < n_rows; ++j) a0 += coef[j] * V::load(rows + j * stride + p);
-    V::store(y + p, a0);
-  }
-  for (; p < len; ++p) {
-    float s = y[p];
-    for (int64_t j = 0; j < n_rows; ++j) s += coef[j] * rows[j * stride + p];
-    y[p] = s;
-  }
-}
-
 // T = 1: S ← e^{dt·A}·S + dt·x⊗B and y = S·C + D·x in one pass over S.
 template <int W>
 KEEL_INLINE void decode_heads(const SsdScanArgs& a, int64_t h_begin, int64_t h_end) {

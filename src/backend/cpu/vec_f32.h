@@ -59,19 +59,24 @@ struct VecF {
   static KEEL_INLINE void store(float* p, const F& v) { std::memcpy(p, &v, sizeof v); }
   static KEEL_INLINE F splat(float x) { return F{} + x; }
 
+  // The pairwise tree a[i] += a[i + s] for s = W/2, …, 1, as halving shuffles.
   static KEEL_INLINE float hsum(const F& v) {
-    float a[W];
-    std::memcpy(a, &v, sizeof a);
-    for (int s = W / 2; s >= 1; s /= 2)
-      for (int i = 0; i < s; ++i) a[i] += a[i + s];
-    return a[0];
+    if constexpr (W == 16) {
+      return VecF<8>::hsum(__builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7) +
+                           __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15));
+    } else if constexpr (W == 8) {
+      return VecF<4>::hsum(__builtin_shufflevector(v, v, 0, 1, 2, 3) +
+                           __builtin_shufflevector(v, v, 4, 5, 6, 7));
+    } else {
+      return (v[0] + v[2]) + (v[1] + v[3]);
+    }
   }
   static KEEL_INLINE float hmax(const F& v) {
     float a[W];
     std::memcpy(a, &v, sizeof a);
-    for (int s = W / 2; s >= 1; s /= 2)
-      for (int i = 0; i < s; ++i) a[i] = a[i] > a[i + s] ? a[i] : a[i + s];
-    return a[0];
+    float m = a[0];
+    for (int i = 1; i < W; ++i) m = a[i] > m ? a[i] : m;
+    return m;
   }
   static KEEL_INLINE F max(const F& a, const F& b) { return a > b ? a : b; }
 
@@ -126,6 +131,37 @@ KEEL_INLINE void axpy(float* y, const float* x, float alpha, int64_t n) {
   int64_t i = 0;
   for (; i + W <= n; i += W) V::store(y + i, V::load(y + i) + alpha * V::load(x + i));
   for (; i < n; ++i) y[i] += alpha * x[i];
+}
+
+// y[0, len) += Σ_{j < n_rows} coef[j] · rows[j·stride + (0, len)], rows accumulated in order j = 0, 1, ...
+template <int W>
+KEEL_INLINE void add_weighted_rows(float* y, const float* rows, int64_t stride, const float* coef,
+                                   int64_t n_rows, int64_t len) {
+  using V = VecF<W>;
+  int64_t p = 0;
+  for (; p + 4 * W <= len; p += 4 * W) {
+    typename V::F a0 = V::load(y + p), a1 = V::load(y + p + W), a2 = V::load(y + p + 2 * W),
+                  a3 = V::load(y + p + 3 * W);
+    for (int64_t j = 0; j < n_rows; ++j) {
+      const float* r = rows + j * stride + p;
+      const float c = coef[j];
+      a0 += c * V::load(r);
+      a1 += c * V::load(r + W);
+      a2 += c * V::load(r + 2 * W);
+      a3 += c * V::load(r + 3 * W);
+    }
+    V::store(y + p, a0), V::store(y + p + W, a1), V::store(y + p + 2 * W, a2), V::store(y + p + 3 * W, a3);
+  }
+  for (; p + W <= len; p += W) {
+    typename V::F a0 = V::load(y + p);
+    for (int64_t j = 0; j < n_rows; ++j) a0 += coef[j] * V::load(rows + j * stride + p);
+    V::store(y + p, a0);
+  }
+  for (; p < len; ++p) {
+    float s = y[p];
+    for (int64_t j = 0; j < n_rows; ++j) s += coef[j] * rows[j * stride + p];
+    y[p] = s;
+  }
 }
 
 // y[0, n) *= alpha

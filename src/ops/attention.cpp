@@ -1,0 +1,54 @@
+#include "ops/attention.h"
+
+#include <cmath>
+
+#include "backend/cpu/attention.h"
+#include "core/error.h"
+#include "ops/op_check.h"
+#include "ops/view_access.h"
+
+namespace keel::ops {
+
+namespace {
+constexpr const char* kOp = "attention";
+}  // namespace
+
+int64_t attention_workspace_bytes(int64_t T, int64_t n_q, int n_threads) {
+  return cpu::attention_kernel_workspace_bytes(T, n_q, kAttentionKeyTile, kAttentionQueryTile, n_threads);
+}
+
+void attention(Backend& be, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, Tensor& out,
+               const AttentionParams& p) {
+  check_tensor(kOp, "q", q, {DType::f32}, {kAnyDim, kAnyDim, kAnyDim});
+  check_tensor(kOp, "k_cache", k_cache, {DType::f32}, {kAnyDim, kAnyDim, q.dim(2)});
+  const int64_t T = q.dim(0), n_q = q.dim(1), D = q.dim(2), capacity = k_cache.dim(0), n_kv = k_cache.dim(1);
+  check_tensor(kOp, "v_cache", v_cache, {DType::f32}, {capacity, n_kv, kAnyDim});
+  const int64_t Dv = v_cache.dim(2);
+  check_tensor(kOp, "out", out, {DType::f32}, {T, n_q, Dv});
+  if (n_kv < 1 || n_q % n_kv != 0)
+    throw_error(ErrorCode::invalid_argument, "{}: {} query heads do not share {} KV heads evenly", kOp, n_q,
+                n_kv);
+  if (D < 1 || D > 512 || Dv < 1 || Dv > 512)
+    throw_error(ErrorCode::invalid_argument, "{}: head_dim {} / value head_dim {} outside 1…512", kOp, D, Dv);
+  if (p.offset < 0 || p.offset + T > capacity)
+    throw_error(ErrorCode::invalid_argument,
+                "{}: {} queries at offset {} need {} cache rows, the cache holds {}", kOp, T, p.offset,
+                p.offset + T, capacity);
+  if (be.kind() != DeviceKind::cpu) unsupported_backend(kOp, be);
+  if (T == 0) return;
+
+  cpu::AttentionArgs a;
+  a.T = T, a.n_q = n_q, a.n_kv = n_kv, a.D = D, a.Dv = Dv, a.offset = p.offset;
+  a.key_tile = kAttentionKeyTile, a.query_tile = kAttentionQueryTile;
+  a.scale = p.scale.value_or(1.0f / std::sqrt(static_cast<float>(D)));
+  a.q = q.ptr<float>(), a.q_st = stride_floats(kOp, "q", q, 0), a.q_sh = stride_floats(kOp, "q", q, 1);
+  a.k = k_cache.ptr<float>(), a.k_st = stride_floats(kOp, "k_cache", k_cache, 0),
+  a.k_sh = stride_floats(kOp, "k_cache", k_cache, 1);
+  a.v = v_cache.ptr<float>(), a.v_st = stride_floats(kOp, "v_cache", v_cache, 0),
+  a.v_sh = stride_floats(kOp, "v_cache", v_cache, 1);
+  a.out = out.ptr<float>(), a.o_st = stride_floats(kOp, "out", out, 0),
+  a.o_sh = stride_floats(kOp, "out", out, 1);
+  cpu::attention(static_cast<CpuBackend&>(be), a);
+}
+
+}  // namespace keel::ops

@@ -1,0 +1,42 @@
+// Causal softmax attention of a chunk of T queries over a KV cache: prefill chunks and decode (T = 1) alike.
+// Tiled online softmax (flash style) in fp32; the causal mask comes from indices and is never materialized.
+//
+// The T queries sit at absolute positions offset … offset + T − 1; the caller has already written their keys
+// and values into the cache, so it holds kv_len = offset + T rows. Query i sees keys [0, offset + i]:
+//   out[i, h] = Σ_j softmax_j(scale · q[i, h] · K[j, h / (n_q / n_kv)]) · V[j, h / (n_q / n_kv)]
+// (GQA: consecutive query heads share a KV head, as transformers' repeat_kv does).
+//
+// Batch invariant (docs/OPS.md): a query row's result depends only on its position and the cache, never on T,
+// the offset at which its chunk starts or the thread split. Every row walks key tiles of kAttentionKeyTile
+// keys at fixed absolute boundaries 0, 64, 128, … up to its own position, in order, with the same arithmetic.
+#pragma once
+#include <cstdint>
+#include <optional>
+
+#include "backend/backend.h"
+#include "core/tensor.h"
+
+namespace keel::ops {
+
+constexpr int64_t kAttentionKeyTile = 64;    // keys per tile (fixed: part of every row's reduction order)
+constexpr int64_t kAttentionQueryTile = 16;  // query positions per work item (free: rows are independent)
+
+struct AttentionParams {
+  int64_t offset = 0;          // absolute position of query 0 = rows already in the cache before this chunk
+  std::optional<float> scale;  // softmax scale; default 1/√head_dim
+};
+
+// q       [T, n_q, D] f32          (rows contiguous; outer strides free)
+// k_cache [capacity, n_kv, D] f32  rows [0, offset + T) are read
+// v_cache [capacity, n_kv, Dv] f32
+// out     [T, n_q, Dv] f32         written
+// D and Dv up to 512; n_q a multiple of n_kv.
+void attention(Backend& be, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, Tensor& out,
+               const AttentionParams& p);
+
+// Bytes attention takes from the pool: per worker one score row of kAttentionKeyTile floats and the running
+// max and sum of kAttentionQueryTile rows, for min(n_threads, work items) workers, where work items = n_q ·
+// ⌈T / kAttentionQueryTile⌉: 4·(64 + 2·16) = 384 bytes per worker. Independent of kv_len.
+int64_t attention_workspace_bytes(int64_t T, int64_t n_q, int n_threads);
+
+}  // namespace keel::ops

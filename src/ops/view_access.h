@@ -1,0 +1,35 @@
+// Host-side access the op layer needs before it hands raw pointers to a kernel: small stored parameter
+// vectors (A_log, dt_bias, D, router biases: a few hundred values) widened to f32 once per call, and byte
+// strides turned into float strides. Large weights never go through here: kernels widen those tile by tile.
+#pragma once
+#include <cstdint>
+#include <string_view>
+
+#include "core/dtype.h"
+#include "core/error.h"
+#include "core/tensor.h"
+
+namespace keel::ops {
+
+// Element i of a 1-D f32/bf16/f16 tensor (checked by the caller), widened to float.
+inline float param_at(const Tensor& t, int64_t i) {
+  const void* p = t.at(i);
+  switch (t.dtype()) {
+    case DType::bf16:
+      return bf16_to_f32(*static_cast<const uint16_t*>(p));
+    case DType::f16:
+      return f16_to_f32(*static_cast<const uint16_t*>(p));
+    default:
+      return *static_cast<const float*>(p);
+  }
+}
+
+// The stride of dimension `dim` of an f32 view in floats; throws when it is not a whole number of floats.
+inline int64_t stride_floats(std::string_view op, std::string_view name, const Tensor& t, int dim) {
+  if (t.stride_bytes(dim) % 4 != 0)
+    throw_error(ErrorCode::invalid_argument, "{}: {} {} has a stride of {} bytes, not whole floats", op, name,
+                t.shape_string(), t.stride_bytes(dim));
+  return t.stride_bytes(dim) / 4;
+}
+
+}  // namespace keel::ops

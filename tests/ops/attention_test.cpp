@@ -1,0 +1,207 @@
+// ops::attention against a float64 softmax written plainly (ops/reference/attention_ref.h); chunked prefill
+// over the cache vs one shot and a row alone vs in a chunk (bitwise: the op is batch invariant); thread
+// invariance; workspace measured vs planned and flat in kv_len; cache offsets past 2^32 bytes.
+#include "ops/attention.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "core/error.h"
+#include "op_harness.h"
+#include "ops/reference/attention_ref.h"
+
+using namespace keel;
+using namespace keel::testing;
+
+namespace {
+
+// fp32 dot products of up to 512 terms and online-softmax rescaling vs float64: |Δ| ≤ 2e-6·max|ref| +
+// 2e-5·|ref| (measured worst ~3e-7·max|ref|; a key off by one position or a wrong KV head fails by far more).
+constexpr double kAtolScale = 2e-6, kRtol = 2e-5;
+
+struct Case {
+  int64_t T, n_q, n_kv, D, Dv, offset;
+};
+
+// A cache with `capacity` rows whose rows past kv_len are NaN, so reading past the causal end fails loudly.
+struct Cache {
+  Tensor k, v;
+  Cache(OpBackend& ob, TestRng& rng, int64_t capacity, int64_t kv_len, int64_t n_kv, int64_t D, int64_t Dv) {
+    k = random_tensor(ob, rng, DType::f32, {capacity, n_kv, D}, 1.0, "k cache");
+    v = random_tensor(ob, rng, DType::f32, {capacity, n_kv, Dv}, 1.0, "v cache");
+    for (int64_t i = kv_len * n_kv * D; i < k.numel(); ++i) k.ptr<float>()[i] = std::nanf("");
+    for (int64_t i = kv_len * n_kv * Dv; i < v.numel(); ++i) v.ptr<float>()[i] = std::nanf("");
+  }
+};
+
+std::vector<double> reference(const Case& c, const Tensor& q, const Cache& cache, double scale) {
+  const int64_t kv_len = c.offset + c.T;
+  return ref::attention(c.T, c.n_q, c.n_kv, c.D, c.Dv, c.offset, scale, values(q),
+                        values(cache.k.slice(0, 0, kv_len)), values(cache.v.slice(0, 0, kv_len)));
+}
+
+OpBackend& best_with_threads(int threads) {
+  for (OpBackend* ob : op_backends())
+    if (ob->be().threads()->size() == threads && static_cast<CpuBackend&>(ob->be()).isa() == cpu_isa())
+      return *ob;
+  return *op_backends().back();
+}
+
+}  // namespace
+
+TEST(Attention, MatchesReference) {
+  KEEL_TEST_RNG(rng);
+  const Case cases[] = {
+      {1, 2, 2, 64, 64, 0},      // decode of the first token: one key
+      {1, 8, 2, 128, 128, 200},  // decode, GQA 4, several key tiles
+      {37, 8, 1, 64, 64, 0},     // prefill from empty, GQA 8, odd length
+      {70, 4, 4, 256, 256, 59},  // chunk at an offset, starting mid-tile, GQA 1
+      {3, 2, 1, 512, 512, 130},  // head_dim 512, tiny T
+      {21, 6, 3, 72, 40, 5},     // head dims that are not multiples of the vector width, D ≠ Dv
+  };
+  for (OpBackend* ob : op_backends()) {
+    SCOPED_TRACE(ob->name);
+    for (const Case& c : cases) {
+      SCOPED_TRACE(::testing::Message() << "T=" << c.T << " n_q=" << c.n_q << " n_kv=" << c.n_kv
+                                        << " D=" << c.D << " Dv=" << c.Dv << " offset=" << c.offset);
+      Cache cache(*ob, rng, c.offset + c.T + 3, c.offset + c.T, c.n_kv, c.D, c.Dv);
+      Tensor q = random_tensor(*ob, rng, DType::f32, {c.T, c.n_q, c.D}, 3.0);  // peaked softmax rows
+      Tensor out = nan_tensor(*ob, {c.T, c.n_q, c.Dv});
+      ops::attention(ob->be(), q, cache.k, cache.v, out, {c.offset, std::nullopt});
+      std::vector<double> ref = reference(c, q, cache, 1.0 / std::sqrt(static_cast<double>(c.D)));
+      EXPECT_TRUE(all_close(out, ref, kAtolScale * max_abs(ref), kRtol));
+    }
+  }
+}
+
+TEST(Attention, ExplicitScaleAndStridedQuery) {
+  KEEL_TEST_RNG(rng);
+  OpBackend& ob = *op_backends().front();
+  const Case c{9, 4, 2, 32, 32, 11};
+  Cache cache(ob, rng, 20, 20, c.n_kv, c.D, c.Dv);
+  // q as the query half of a [T, n_q, 2·D] projection (qwen3_5 puts the gate beside each head's query).
+  Tensor qg = random_tensor(ob, rng, DType::f32, {c.T, c.n_q, 2 * c.D}, 2.0);
+  Tensor q = qg.strided_view({c.T, c.n_q, c.D}, {qg.stride_bytes(0), qg.stride_bytes(1), 4});
+  Tensor out = nan_tensor(ob, {c.T, c.n_q, c.Dv});
+  ops::attention(ob.be(), q, cache.k, cache.v, out, {c.offset, 0.3f});
+  std::vector<double> ref = reference(c, q, cache, 0.3f);
+  EXPECT_TRUE(all_close(out, ref, kAtolScale * max_abs(ref), kRtol));
+}
+
+// Prefill in chunks over the cache (lengths not multiples of the tiles, a single token among them) gives the
+// same bits as one shot, and a row computed alone (decode-style, T = 1) the same bits as inside a chunk.
+TEST(Attention, ChunkedPrefillAndLoneRowsEqualOneShotBitwise) {
+  KEEL_TEST_RNG(rng);
+  const int64_t L = 150, n_q = 8, n_kv = 2, D = 128;
+  for (OpBackend* ob : op_backends()) {
+    SCOPED_TRACE(ob->name);
+    Cache cache(*ob, rng, L, L, n_kv, D, D);
+    Tensor q = random_tensor(*ob, rng, DType::f32, {L, n_q, D}, 3.0);
+    Tensor whole = nan_tensor(*ob, {L, n_q, D});
+    ops::attention(ob->be(), q, cache.k, cache.v, whole, {0, std::nullopt});
+
+    Tensor chunked = nan_tensor(*ob, {L, n_q, D});
+    int64_t o = 0;
+    for (int64_t len : {23, 1, 64, 17, 45}) {
+      Tensor out = chunked.slice(0, o, len);
+      ops::attention(ob->be(), q.slice(0, o, len), cache.k, cache.v, out, {o, std::nullopt});
+      o += len;
+    }
+    ASSERT_EQ(o, L);
+    EXPECT_TRUE(bitwise_equal(chunked, whole));
+
+    for (int64_t i : {int64_t{0}, int64_t{63}, int64_t{64}, int64_t{100}, L - 1}) {
+      Tensor row = nan_tensor(*ob, {1, n_q, D});
+      ops::attention(ob->be(), q.slice(0, i, 1), cache.k, cache.v, row, {i, std::nullopt});
+      EXPECT_TRUE(bitwise_equal(row, whole.slice(0, i, 1))) << "row " << i;
+    }
+    std::vector<double> ref = reference({L, n_q, n_kv, D, D, 0}, q, cache, 1.0 / std::sqrt(double(D)));
+    EXPECT_TRUE(all_close(whole, ref, kAtolScale * max_abs(ref), kRtol));
+  }
+}
+
+TEST(Attention, ThreadCountDoesNotChangeBits) {
+  KEEL_TEST_RNG(rng);
+  OpBackend& one = best_with_threads(1);
+  OpBackend& three = best_with_threads(3);
+  ASSERT_NE(&one, &three);
+  for (int64_t T : {1, 50}) {
+    Cache cache(one, rng, 90, 90, 2, 64, 64);
+    Tensor q = random_tensor(one, rng, DType::f32, {T, 6, 64}, 3.0);
+    Tensor a = nan_tensor(one, {T, 6, 64}), b = nan_tensor(one, {T, 6, 64});
+    ops::attention(one.be(), q, cache.k, cache.v, a, {90 - T, std::nullopt});
+    ops::attention(three.be(), q, cache.k, cache.v, b, {90 - T, std::nullopt});
+    EXPECT_TRUE(bitwise_equal(a, b));
+  }
+}
+
+// The pool's peak is the plan, and it is the same for a chunk over 100 cached keys and over 3000.
+TEST(Attention, WorkspaceIsPlannedAndFlatInKvLen) {
+  KEEL_TEST_RNG(rng);
+  for (OpBackend* ob : op_backends()) {
+    SCOPED_TRACE(ob->name);
+    const int n_threads = ob->be().threads()->size();
+    std::vector<int64_t> measured;
+    for (int64_t offset : {100, 3000}) {
+      for (int64_t T : {1, 40}) {
+        Cache cache(*ob, rng, offset + T, offset + T, 1, 64, 64);
+        Tensor q = random_tensor(*ob, rng, DType::f32, {T, 4, 64});
+        Tensor out = nan_tensor(*ob, {T, 4, 64});
+        int64_t peak = pool_peak_during(ob->pool(), [&] {
+          ops::attention(ob->be(), q, cache.k, cache.v, out, {offset, std::nullopt});
+        });
+        EXPECT_TRUE(workspace_ok(peak, ops::attention_workspace_bytes(T, 4, n_threads))) << "T=" << T;
+        measured.push_back(peak);
+      }
+    }
+    EXPECT_EQ(measured[0], measured[2]);
+    EXPECT_EQ(measured[1], measured[3]);
+  }
+}
+
+// Cache rows 3 GiB apart: element offsets past 2^31 floats' worth of bytes must not wrap (a 32-bit offset
+// would land on a PROT_NONE page or the wrong row).
+TEST(Attention, CacheOffsetsPast32Bits) {
+  KEEL_TEST_RNG(rng);
+  const int64_t stride = int64_t{3} << 30, rows = 3, D = 64;
+  SparseArena arena_k(stride * rows), arena_v(stride * rows);
+  if (!arena_k.ok() || !arena_v.ok()) GTEST_SKIP() << "no address space for the sparse arena";
+  OpBackend& ob = *op_backends().back();
+  std::vector<double> kv_k, kv_v;
+  for (int64_t r = 0; r < rows; ++r) {
+    float* kr = reinterpret_cast<float*>(arena_k.commit(r * stride, D * 4));
+    float* vr = reinterpret_cast<float*>(arena_v.commit(r * stride, D * 4));
+    for (int64_t d = 0; d < D; ++d) {
+      kv_k.push_back(kr[d] = static_cast<float>(rng.uniform()));
+      kv_v.push_back(vr[d] = static_cast<float>(rng.uniform()));
+    }
+  }
+  Tensor k =
+      Tensor::borrow(arena_k.base(), DType::f32, {rows, 1, D}).strided_view({rows, 1, D}, {stride, D * 4, 4});
+  Tensor v =
+      Tensor::borrow(arena_v.base(), DType::f32, {rows, 1, D}).strided_view({rows, 1, D}, {stride, D * 4, 4});
+  Tensor q = random_tensor(ob, rng, DType::f32, {1, 2, D}, 3.0);
+  Tensor out = nan_tensor(ob, {1, 2, D});
+  ops::attention(ob.be(), q, k, v, out, {rows - 1, std::nullopt});
+  std::vector<double> ref = ref::attention(1, 2, 1, D, D, rows - 1, 1.0 / 8.0, values(q), kv_k, kv_v);
+  EXPECT_TRUE(all_close(out, ref, kAtolScale * max_abs(ref), kRtol));
+}
+
+TEST(Attention, RejectsBadArguments) {
+  KEEL_TEST_RNG(rng);
+  OpBackend& ob = *op_backends().front();
+  Cache cache(ob, rng, 10, 10, 2, 32, 32);
+  Tensor q = random_tensor(ob, rng, DType::f32, {4, 6, 32});
+  Tensor out = nan_tensor(ob, {4, 6, 32});
+  try {
+    ops::attention(ob.be(), q, cache.k, cache.v, out, {7, std::nullopt});
+    FAIL() << "expected invalid_argument";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::invalid_argument);
+    EXPECT_NE(std::string(e.what()).find("11 cache rows"), std::string::npos) << e.what();
+  }
+  Tensor q5 = random_tensor(ob, rng, DType::f32, {4, 5, 32});
+  Tensor out5 = nan_tensor(ob, {4, 5, 32});
+  EXPECT_THROW(ops::attention(ob.be(), q5, cache.k, cache.v, out5, {0, std::nullopt}), Error);
+}
