@@ -1,0 +1,130 @@
+// `keel inspect` driven in-process on folders written here (config.json text + a safetensors file whose parameter
+// count and bytes the test sums plainly), and on the reference fixtures in tests/fixtures/<model>/ when present:
+// there the oracle is the parameter count and layer kinds transformers recorded in reference.json.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "cli/commands.h"
+#include "core/error.h"
+#include "test_files.h"
+
+using namespace keel;
+using namespace keel::testing;
+
+namespace {
+
+// Runs `keel inspect ARGS...` in-process and returns what it printed.
+std::string run_inspect(std::vector<std::string> args) {
+  CLI::App app;
+  cli::add_inspect_command(app);
+  args.insert(args.begin(), "inspect");
+  std::reverse(args.begin(), args.end());  // CLI11 parses a reversed vector
+  std::ostringstream captured;
+  std::streambuf* old = std::cout.rdbuf(captured.rdbuf());
+  try {
+    app.parse(args);
+  } catch (...) {
+    std::cout.rdbuf(old);
+    throw;
+  }
+  std::cout.rdbuf(old);
+  return captured.str();
+}
+
+// A tiny Nemotron-H: M * - E, with a handful of tensors (the shapes need not be a full model's for counting).
+void write_tiny_nemotron(const TempDir& dir) {
+  write_file(dir.file("config.json"), R"({"model_type": "nemotron_h", "vocab_size": 64, "hidden_size": 16,
+    "hybrid_override_pattern": "M*-E", "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2,
+    "head_dim": 8, "mamba_num_heads": 4, "mamba_head_dim": 8, "n_groups": 2, "ssm_state_size": 16,
+    "conv_kernel": 4, "intermediate_size": 32, "n_routed_experts": 4, "num_experts_per_tok": 2,
+    "moe_intermediate_size": 8, "time_step_limit": [0.0, Infinity], "max_position_embeddings": 1024})");
+  std::vector<uint16_t> embed(64 * 16, 0x3f80);
+  std::vector<float> a_log(4, 0.5f);
+  std::vector<uint16_t> up(4 * 8 * 16, 0);
+  write_file(dir.file("model.safetensors"), SafetensorsBuilder()
+                                                .add("backbone.embeddings.weight", "BF16", {64, 16}, bytes_of(embed))
+                                                .add("backbone.layers.0.mixer.A_log", "F32", {4}, bytes_of(a_log))
+                                                .add("backbone.layers.3.mixer.experts.up_proj", "BF16", {4, 8, 16},
+                                                     bytes_of(up))
+                                                .build());
+}
+
+}  // namespace
+
+TEST(Inspect, JsonReportForATinyNemotronH) {
+  TempDir dir;
+  write_tiny_nemotron(dir);
+  nlohmann::json r = nlohmann::json::parse(run_inspect({"-m", dir.path(), "--json", "--ctx", "100"}));
+  EXPECT_EQ(r["model_type"], "nemotron_h");
+  EXPECT_EQ(r["layers"], (nlohmann::json{"mamba2", "attention", "mlp", "moe"}));
+  EXPECT_EQ(r["parameters"], 64 * 16 + 4 + 4 * 8 * 16);
+  EXPECT_EQ(r["weight_bytes"], (64 * 16 + 4 * 8 * 16) * 2 + 4 * 4);
+  EXPECT_EQ(r["weight_bytes_by_dtype"]["bf16"], (64 * 16 + 4 * 8 * 16) * 2);
+  EXPECT_EQ(r["weight_bytes_by_dtype"]["f32"], 16);
+  // One Mamba2 layer: SSM H·P·N·4 = 4·8·16·4 = 2048; conv (K−1)·(H·P + 2·G·N)·4 = 3·(32 + 64)·4 = 1152.
+  EXPECT_EQ(r["state_bytes_per_sequence"], 2048 + 1152);
+  // One attention layer: 2·n_kv·head_dim·4 = 2·2·8·4 = 128 bytes per token.
+  EXPECT_EQ(r["kv_bytes_per_token"], 128);
+  EXPECT_EQ(r["ctx"], 100);
+  EXPECT_EQ(r["state_bytes_at_ctx"], 2048 + 1152 + 100 * 128);
+  EXPECT_TRUE(r["step_workspace_bytes"].is_null());
+}
+
+TEST(Inspect, TextReport) {
+  TempDir dir;
+  write_tiny_nemotron(dir);
+  std::string text = run_inspect({"-m", dir.path(), "--chunk", "512"});
+  EXPECT_NE(text.find("nemotron_h"), std::string::npos) << text;
+  EXPECT_NE(text.find("parameters     1540"), std::string::npos) << text;
+  EXPECT_NE(text.find("3  moe"), std::string::npos) << text;
+  EXPECT_NE(text.find("state at 1024 tokens"), std::string::npos) << text;  // default: max_position_embeddings
+  EXPECT_NE(text.find("--chunk 512: n/a (ops not built)"), std::string::npos) << text;
+}
+
+TEST(Inspect, ErrorsNameTheFolder) {
+  TempDir dir;
+  try {
+    run_inspect({"-m", dir.path()});
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(dir.file("config.json")), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(run_inspect({"-m", dir.path(), "--ctx", "-5"}), CLI::ValidationError);
+  EXPECT_THROW(run_inspect({"--json"}), CLI::RequiredError);
+}
+
+// The fixtures another engineer generates with transformers (tools/make_reference.py): reference.json records
+// "parameters" (sum of numel in model.safetensors) and "layer_kinds" ("mamba2", "deltanet+moe", ...).
+TEST(Inspect, MatchesTheReferenceFixtures) {
+  namespace fs = std::filesystem;
+  fs::path root = fs::path(KEEL_SOURCE_DIR) / "tests" / "fixtures";
+  int checked = 0;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(root, ec)) {
+    fs::path ref = entry.path() / "reference.json";
+    if (!fs::exists(ref) || !fs::exists(entry.path() / "config.json")) continue;
+    nlohmann::json meta = nlohmann::json::parse(std::ifstream(ref));
+    if (!meta.contains("parameters")) continue;
+    SCOPED_TRACE(entry.path().string());
+    nlohmann::json r = nlohmann::json::parse(run_inspect({"-m", entry.path().string(), "--json"}));
+    EXPECT_EQ(r["parameters"], meta["parameters"]);
+    if (meta.contains("layer_kinds")) {
+      nlohmann::json expect = nlohmann::json::array(), expect_ffn = nlohmann::json::array();
+      for (const auto& k : meta["layer_kinds"]) {
+        std::string s = k.get<std::string>();
+        size_t plus = s.find('+');
+        std::string mixer = s.substr(0, plus);
+        expect.push_back(mixer == "deltanet" ? "gated_deltanet" : mixer);
+        expect_ffn.push_back(plus == std::string::npos ? nlohmann::json() : nlohmann::json(s.substr(plus + 1)));
+      }
+      EXPECT_EQ(r["layers"], expect);
+      EXPECT_EQ(r["ffn"], expect_ffn);
+    }
+    ++checked;
+  }
+  if (checked == 0) GTEST_SKIP() << "no reference fixtures under " << root.string() << " yet";
+}
