@@ -1,0 +1,180 @@
+#include "backend/cpu/gated_deltanet.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "backend/cpu/vec_f32.h"
+#include "core/tensor.h"
+
+namespace keel::cpu {
+
+namespace {
+
+// g = −exp(A_log)·softplus(a + dt_bias) and β = sigmoid(b) of token t, value head h (fp32).
+KEEL_INLINE void gates(const GatedDeltaNetArgs& a, int64_t t, int64_t h, float& g, float& beta) {
+  const float x = a.a[t * a.a_st + h * a.a_sh] + a.dt_bias[h];
+  g = a.neg_A[h] * (x > 20.0f ? x : std::log1p(std::exp(x)));
+  beta = 1.0f / (1.0f + std::exp(-a.b[t * a.b_st + h * a.b_sh]));
+}
+
+// dst = src · factor, times rsqrt(Σ src² + eps) when l2.
+template <int W>
+KEEL_INLINE void normalize(float* dst, const float* src, int64_t n, bool l2, float eps, float factor) {
+  if (l2) factor *= 1.0f / std::sqrt(dot<W>(src, src, n) + eps);
+  for (int64_t i = 0; i < n; ++i) dst[i] = src[i] * factor;
+}
+
+// T = 1: the recurrence. Worker scratch: qn, kn [Dk], kv, v' [Dv].
+template <int W>
+KEEL_INLINE void decode_head(const GatedDeltaNetArgs& a, int64_t h, float* ws) {
+  const int64_t Dk = a.Dk, Dv = a.Dv, kh = h / (a.Hv / a.Hk);
+  float* qn = ws;
+  float* kn = qn + Dk;
+  float* kv = kn + Dk;
+  float* vp = kv + Dv;
+  normalize<W>(qn, a.q + kh * a.q_sh, Dk, a.qk_l2norm, a.eps, 1.0f / std::sqrt(static_cast<float>(Dk)));
+  normalize<W>(kn, a.k + kh * a.k_sh, Dk, a.qk_l2norm, a.eps, 1.0f);
+  float g, beta;
+  gates(a, 0, h, g, beta);
+  float* S = a.state + h * Dk * Dv;
+  scale<W>(S, std::exp(g), Dk * Dv);
+  std::fill_n(kv, Dv, 0.0f);
+  add_weighted_rows<W>(kv, S, Dv, kn, Dk, Dv);  // Sᵀk
+  const float* v = a.v + h * a.v_sh;
+  for (int64_t j = 0; j < Dv; ++j) vp[j] = beta * (v[j] - kv[j]);
+  for (int64_t d = 0; d < Dk; ++d) axpy<W>(S + d * Dv, vp, kn[d], Dv);
+  float* o = a.out + h * a.o_sh;
+  std::fill_n(o, Dv, 0.0f);
+  add_weighted_rows<W>(o, S, Dv, qn, Dk, Dv);  // Sᵀq
+}
+
+// T > 1: the chunked WY form over chunks of Ce tokens. Worker scratch (Cp = pad16(Ce)): Qn, Kn, Wn [Ce, Dk],
+// U [Ce, Dv], A [Ce, Cp], γ, β [Cp], tmp [max(Cp, pad16(Dk))].
+template <int W>
+KEEL_INLINE void chunked_head(const GatedDeltaNetArgs& a, int64_t h, float* ws) {
+  const int64_t Dk = a.Dk, Dv = a.Dv, kh = h / (a.Hv / a.Hk);
+  const int64_t Ce = std::min(a.C, a.T), Cp = pad16(Ce);
+  float* Qn = ws;
+  float* Kn = Qn + Ce * Dk;
+  float* Wn = Kn + Ce * Dk;
+  float* U = Wn + Ce * Dk;
+  float* A = U + Ce * Dv;
+  float* gam = A + Ce * Cp;
+  float* dec = gam + Cp;  // β, then the state-update decays
+  float* tmp = dec + Cp;
+  float* S = a.state + h * Dk * Dv;
+  const float q_scale = 1.0f / std::sqrt(static_cast<float>(Dk));
+  for (int64_t t0 = 0; t0 < a.T; t0 += Ce) {
+    const int64_t Cc = std::min(Ce, a.T - t0);
+    float run = 0;
+    for (int64_t i = 0; i < Cc; ++i) {
+      const int64_t t = t0 + i;
+      normalize<W>(Qn + i * Dk, a.q + t * a.q_st + kh * a.q_sh, Dk, a.qk_l2norm, a.eps, q_scale);
+      normalize<W>(Kn + i * Dk, a.k + t * a.k_st + kh * a.k_sh, Dk, a.qk_l2norm, a.eps, 1.0f);
+      float g;
+      gates(a, t, h, g, dec[i]);
+      run += g;
+      gam[i] = run;  // chunk-local inclusive cumsum γ
+    }
+    // A[i][j] = β_i (k_i·k_j) e^{γ_i − γ_j} for j < i.
+    for (int64_t i = 1; i < Cc; ++i) {
+      float* row = A + i * Cp;
+      for (int64_t j = 0; j < i; ++j) row[j] = gam[i] - gam[j];
+      exp_inplace_padded<W>(row, i);
+      for (int64_t j = 0; j < i; ++j) row[j] *= dec[i] * dot<W>(Kn + i * Dk, Kn + j * Dk, Dk);
+    }
+    // Forward substitution through (I + A): U = (I + A)⁻¹ diag(β) V, Wn = −(I + A)⁻¹ diag(β) (K ⊙ e^γ).
+    for (int64_t i = 0; i < Cc; ++i) {
+      const float* vi = a.v + (t0 + i) * a.v_st + h * a.v_sh;
+      float* Ui = U + i * Dv;
+      float* Wi = Wn + i * Dk;
+      for (int64_t j = 0; j < Dv; ++j) Ui[j] = dec[i] * vi[j];
+      const float kw = -dec[i] * std::exp(gam[i]);
+      for (int64_t d = 0; d < Dk; ++d) Wi[d] = kw * Kn[i * Dk + d];
+      for (int64_t j = 0; j < i; ++j) tmp[j] = -A[i * Cp + j];
+      add_weighted_rows<W>(Ui, U, Dv, tmp, i, Dv);
+      add_weighted_rows<W>(Wi, Wn, Dk, tmp, i, Dk);
+    }
+    // V_new = U − W·S (in U).
+    for (int64_t i = 0; i < Cc; ++i) add_weighted_rows<W>(U + i * Dv, S, Dv, Wn + i * Dk, Dk, Dv);
+    // o_i = (q_i e^{γ_i})·S + Σ_{j ≤ i} (q_i·k_j) e^{γ_i − γ_j} V_new_j.
+    for (int64_t i = 0; i < Cc; ++i) {
+      float* o = a.out + (t0 + i) * a.o_st + h * a.o_sh;
+      const float* qi = Qn + i * Dk;
+      const float e = std::exp(gam[i]);
+      for (int64_t d = 0; d < Dk; ++d) tmp[d] = qi[d] * e;
+      std::fill_n(o, Dv, 0.0f);
+      add_weighted_rows<W>(o, S, Dv, tmp, Dk, Dv);
+      for (int64_t j = 0; j <= i; ++j) tmp[j] = gam[i] - gam[j];
+      exp_inplace_padded<W>(tmp, i + 1);
+      for (int64_t j = 0; j <= i; ++j) tmp[j] *= dot<W>(qi, Kn + j * Dk, Dk);
+      add_weighted_rows<W>(o, U, Dv, tmp, i + 1, Dv);
+    }
+    // S ← e^{γ_last} S + Σ_j (k_j e^{γ_last − γ_j}) ⊗ V_new_j.
+    const float last = gam[Cc - 1];
+    for (int64_t j = 0; j < Cc; ++j) dec[j] = last - gam[j];
+    exp_inplace_padded<W>(dec, Cc);
+    const float decay = std::exp(last);
+    for (int64_t d = 0; d < Dk; ++d) {
+      for (int64_t j = 0; j < Cc; ++j) tmp[j] = Kn[j * Dk + d] * dec[j];
+      float* s = S + d * Dv;
+      scale<W>(s, decay, Dv);
+      add_weighted_rows<W>(s, U, Dv, tmp, Cc, Dv);
+    }
+  }
+}
+
+template <int W>
+KEEL_INLINE void heads(const GatedDeltaNetArgs& a, int64_t h_begin, int64_t h_end, float* ws) {
+  for (int64_t h = h_begin; h < h_end; ++h) {
+    if (a.T == 1)
+      decode_head<W>(a, h, ws);
+    else
+      chunked_head<W>(a, h, ws);
+  }
+}
+
+using HeadsFn = void (*)(const GatedDeltaNetArgs&, int64_t, int64_t, float*);
+
+#define KEEL_GDN_KERNEL(name, target, W)                                          \
+  target void name(const GatedDeltaNetArgs& a, int64_t b, int64_t e, float* ws) { \
+    heads<W>(a, b, e, ws);                                                        \
+  }
+
+KEEL_GDN_KERNEL(heads_generic, , 4)
+KEEL_GDN_KERNEL(heads_avx2, KEEL_TARGET_AVX2, 8)
+KEEL_GDN_KERNEL(heads_avx512, KEEL_TARGET_AVX512, 16)
+
+HeadsFn heads_kernel(CpuIsa isa) {
+  if (isa >= CpuIsa::avx512) return heads_avx512;
+  if (isa == CpuIsa::avx2) return heads_avx2;
+  return heads_generic;
+}
+
+int64_t slot_floats(int64_t T, int64_t Dk, int64_t Dv, int64_t C) {
+  if (T <= 1) return 2 * Dk + 2 * Dv;
+  const int64_t Ce = std::min(C, T), Cp = pad16(Ce);
+  return Ce * (3 * Dk + Dv + Cp) + 2 * Cp + std::max(Cp, pad16(Dk));
+}
+
+}  // namespace
+
+int64_t gated_deltanet_kernel_workspace_bytes(int64_t T, int64_t Hv, int64_t Dk, int64_t Dv, int64_t C,
+                                              int n_threads) {
+  if (T == 0) return 0;
+  return 4 * std::min<int64_t>(std::max(n_threads, 1), Hv) * slot_floats(T, Dk, Dv, C);
+}
+
+void gated_deltanet(CpuBackend& be, const GatedDeltaNetArgs& a) {
+  if (a.T == 0) return;
+  ThreadPool& pool = *be.threads();
+  const int64_t slots = std::min<int64_t>(pool.size(), a.Hv), per_slot = slot_floats(a.T, a.Dk, a.Dv, a.C);
+  Tensor ws = Tensor::empty(be.pool(), DType::f32, {slots * per_slot}, "gated_deltanet workspace");
+  std::fill_n(ws.ptr<float>(), ws.numel(),
+              0.0f);  // padded tails are read by whole-vector exp; keep them finite
+  const HeadsFn fn = heads_kernel(be.isa());
+  float* w = ws.ptr<float>();
+  pool.parallel_for(a.Hv, [&](int64_t b, int64_t e, int worker) { fn(a, b, e, w + worker * per_slot); });
+}
+
+}  // namespace keel::cpu
