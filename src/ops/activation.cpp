@@ -3,6 +3,7 @@
 #include <string_view>
 
 #include "backend/cpu/activation.h"
+#include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/thread_pool.h"
 #include "core/error.h"
 #include "ops/op_check.h"
@@ -42,11 +43,6 @@ void check_same(std::string_view op, std::string_view name, const Tensor& t, con
                 t.shape_string());
 }
 
-CpuBackend& cpu_of(std::string_view op, Backend& be) {
-  if (be.kind() != DeviceKind::cpu) unsupported_backend(op, be);
-  return static_cast<CpuBackend&>(be);
-}
-
 // fn(a_row, b_row, out_row, n) over pieces of at most kPiece elements of every row, split among the threads.
 constexpr int64_t kPiece = 4096;
 template <class Fn>
@@ -65,7 +61,7 @@ void for_each_piece(CpuBackend& be, const Tensor& a, const Tensor* b, const Tens
 void activation(Backend& be, const Tensor& x, Tensor& out, Activation f) {
   check_f32("activation", "x", x);
   check_same("activation", "out", out, x);
-  CpuBackend& cpu = cpu_of("activation", be);
+  CpuBackend& cpu = cpu_backend("activation", be);
   const cpu::Unary u = unary_of(f);
   for_each_piece(cpu, x, nullptr, out, [&](const float* xr, const float*, float* yr, int64_t n) {
     cpu::unary(cpu.isa(), u, xr, yr, n);
@@ -76,7 +72,7 @@ void activation_mul(Backend& be, const Tensor& gate, const Tensor& up, Tensor& o
   check_f32("activation_mul", "gate", gate);
   check_same("activation_mul", "up", up, gate);
   check_same("activation_mul", "out", out, gate);
-  CpuBackend& cpu = cpu_of("activation_mul", be);
+  CpuBackend& cpu = cpu_backend("activation_mul", be);
   const cpu::Unary u = unary_of(f);
   for_each_piece(cpu, gate, &up, out, [&](const float* g, const float* v, float* yr, int64_t n) {
     cpu::unary_mul(cpu.isa(), u, g, v, yr, n);
@@ -86,7 +82,7 @@ void activation_mul(Backend& be, const Tensor& gate, const Tensor& up, Tensor& o
 void softmax(Backend& be, const Tensor& x, Tensor& out) {
   check_f32("softmax", "x", x);
   check_same("softmax", "out", out, x);
-  CpuBackend& cpu = cpu_of("softmax", be);
+  CpuBackend& cpu = cpu_backend("softmax", be);
   const int64_t n = x.dim(-1);
   if (n == 0) return;
   cpu.threads()->parallel_for(row_count(x), [&](int64_t begin, int64_t end, int) {
@@ -98,7 +94,7 @@ void add(Backend& be, const Tensor& a, const Tensor& b, Tensor& out) {
   check_f32("add", "a", a);
   check_same("add", "b", b, a);
   check_same("add", "out", out, a);
-  for_each_piece(cpu_of("add", be), a, &b, out, [](const float* x, const float* y, float* o, int64_t n) {
+  for_each_piece(cpu_backend("add", be), a, &b, out, [](const float* x, const float* y, float* o, int64_t n) {
     cpu::add(x, y, o, n);
   });
 }
@@ -107,7 +103,7 @@ void mul(Backend& be, const Tensor& a, const Tensor& b, Tensor& out) {
   check_f32("mul", "a", a);
   check_same("mul", "b", b, a);
   check_same("mul", "out", out, a);
-  for_each_piece(cpu_of("mul", be), a, &b, out, [](const float* x, const float* y, float* o, int64_t n) {
+  for_each_piece(cpu_backend("mul", be), a, &b, out, [](const float* x, const float* y, float* o, int64_t n) {
     cpu::mul(x, y, o, n);
   });
 }

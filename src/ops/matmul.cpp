@@ -15,7 +15,6 @@ void run(Backend& be, const Tensor& x, const Tensor& w, const Tensor* bias, Tens
   const int64_t T = x.dim(0);
   check_tensor("matmul", "y", y, {DType::f32}, {T, out});
   if (bias) check_contiguous("matmul", "bias", *bias, {DType::f32}, {out});
-  if (be.kind() != DeviceKind::cpu) unsupported_backend("matmul", be);
   cpu::MatmulArgs a;
   a.x = static_cast<const char*>(x.data());
   a.x_row_bytes = x.stride_bytes(0);
@@ -26,7 +25,7 @@ void run(Backend& be, const Tensor& x, const Tensor& w, const Tensor* bias, Tens
   a.y = static_cast<char*>(y.data());
   a.y_row_bytes = y.stride_bytes(0);
   a.T = T, a.in = in, a.out = out;
-  cpu::matmul(static_cast<CpuBackend&>(be), a);
+  cpu::matmul(cpu_backend("matmul", be), a);
 }
 
 }  // namespace

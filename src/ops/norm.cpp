@@ -3,6 +3,7 @@
 #include <string_view>
 
 #include "backend/cpu/norm.h"
+#include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/thread_pool.h"
 #include "core/error.h"
 #include "ops/op_check.h"
@@ -32,11 +33,6 @@ cpu::NormWeight norm_weight(std::string_view op, const Tensor& w, int64_t size_a
   return cpu::NormWeight{w.data(), w.dtype(), w.dim(0), one_plus};
 }
 
-CpuBackend& cpu_of(std::string_view op, Backend& be) {
-  if (be.kind() != DeviceKind::cpu) unsupported_backend(op, be);
-  return static_cast<CpuBackend&>(be);
-}
-
 template <class Fn>
 void for_each_row(CpuBackend& be, const Tensor& x, Fn fn) {
   be.threads()->parallel_for(row_count(x), [&](int64_t begin, int64_t end, int) {
@@ -52,7 +48,7 @@ void rms_norm(Backend& be, const Tensor& x, const Tensor& weight, Tensor& out, c
   const int64_t d = x.dim(-1);
   const cpu::NormWeight w = norm_weight("rms_norm", weight, d, d, p.scale == NormScale::one_plus_weight);
   if (d == 0) return;
-  for_each_row(cpu_of("rms_norm", be), x, [&](int64_t r) { cpu::rms_norm_row(row_f32(x, r), row_f32(out, r), d, d, w, p.eps); });
+  for_each_row(cpu_backend("rms_norm", be), x, [&](int64_t r) { cpu::rms_norm_row(row_f32(x, r), row_f32(out, r), d, d, w, p.eps); });
 }
 
 void gated_rms_norm(Backend& be, const Tensor& x, const Tensor& z, const Tensor& weight, Tensor& out,
@@ -66,7 +62,7 @@ void gated_rms_norm(Backend& be, const Tensor& x, const Tensor& z, const Tensor&
   if (p.order == GateOrder::norm_then_gate && out.data() == z.data() && c > 0)
     throw_error(ErrorCode::invalid_argument, "gated_rms_norm: norm_then_gate cannot write over z");
   const cpu::NormWeight w = norm_weight("gated_rms_norm", weight, c, g, false);
-  CpuBackend& cpu = cpu_of("gated_rms_norm", be);
+  CpuBackend& cpu = cpu_backend("gated_rms_norm", be);
   for_each_row(cpu, x, [&](int64_t r) {
     if (p.order == GateOrder::gate_then_norm)
       cpu::rms_norm_gate_then_norm_row(cpu.isa(), row_f32(x, r), row_f32(z, r), row_f32(out, r), c, g, w, p.eps);
@@ -79,7 +75,7 @@ void l2_norm(Backend& be, const Tensor& x, Tensor& out, float eps) {
   check_rows("l2_norm", "x", x, nullptr);
   check_rows("l2_norm", "out", out, &x);
   const int64_t d = x.dim(-1);
-  for_each_row(cpu_of("l2_norm", be), x, [&](int64_t r) { cpu::l2_norm_row(row_f32(x, r), row_f32(out, r), d, eps); });
+  for_each_row(cpu_backend("l2_norm", be), x, [&](int64_t r) { cpu::l2_norm_row(row_f32(x, r), row_f32(out, r), d, eps); });
 }
 
 }  // namespace keel::ops

@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "backend/cpu/cpu_backend.h"
 #include "core/error.h"
 
 namespace keel::ops {
@@ -48,6 +49,11 @@ void check_contiguous(std::string_view op, std::string_view name, const Tensor& 
 
 void unsupported_backend(std::string_view op, const Backend& be) {
   throw_error(ErrorCode::unsupported, "{}: no kernel for backend {}", op, be.name());
+}
+
+CpuBackend& cpu_backend(std::string_view op, Backend& be) {
+  if (be.kind() != DeviceKind::cpu) unsupported_backend(op, be);
+  return static_cast<CpuBackend&>(be);
 }
 
 }  // namespace keel::ops

@@ -8,6 +8,10 @@
 #include "backend/backend.h"
 #include "core/tensor.h"
 
+namespace keel {
+class CpuBackend;
+}
+
 namespace keel::ops {
 
 constexpr int64_t kAnyDim = -1;
@@ -21,5 +25,7 @@ void check_contiguous(std::string_view op, std::string_view name, const Tensor& 
                       std::initializer_list<DType> dtypes, std::initializer_list<int64_t> shape);
 // Throws Error(unsupported) for a backend the op has no kernel for.
 [[noreturn]] void unsupported_backend(std::string_view op, const Backend& be);
+// `be` as the CPU backend, or Error(unsupported) naming the op.
+CpuBackend& cpu_backend(std::string_view op, Backend& be);
 
 }  // namespace keel::ops
