@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Builds keel's libFuzzer targets (fuzz/*_fuzz.cpp) with clang-14, ASan and UBSan in a build dir of their own, then
+# runs each for SECONDS from its seeds (fuzz/corpus/<target>/, plus fuzz/<target>.dict when present). Exits non-zero
+# on any crash, sanitizer report, leak, timeout (> 10 s for one input) or RSS above 2 GiB, printing the log tail and
+# the saved input.
+#   usage: scripts/run-fuzzers.sh SECONDS [BUILD_DIR]     (BUILD_DIR defaults to build-fuzz)
+set -euo pipefail
+seconds=${1:?usage: scripts/run-fuzzers.sh SECONDS [BUILD_DIR]}
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=${2:-$root/build-fuzz}
+for tool in clang-14 clang++-14 cmake ninja; do
+  command -v "$tool" >/dev/null || { echo "run-fuzzers: $tool not found (scripts/install-deps.sh installs it)" >&2; exit 2; }
+done
+
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
+  -DKEEL_TESTS=OFF -DKEEL_BENCH=OFF -DKEEL_FUZZ=ON >/dev/null
+cmake --build "$build" -j2 --target keel_fuzzers
+
+shopt -s nullglob
+targets=("$build"/fuzz/*_fuzz)
+[ ${#targets[@]} -gt 0 ] || { echo "run-fuzzers: no fuzz targets were built in $build/fuzz" >&2; exit 2; }
+status=0
+for bin in "${targets[@]}"; do
+  name=$(basename "$bin")
+  work="$build/fuzz-work/$name"
+  rm -rf "$work"
+  mkdir -p "$work/corpus" "$work/artifacts"
+  seeds=()
+  [ -d "$root/fuzz/corpus/$name" ] && seeds=("$root/fuzz/corpus/$name")
+  dict=()
+  [ -f "$root/fuzz/$name.dict" ] && dict=("-dict=$root/fuzz/$name.dict")
+  # New inputs go to the scratch corpus (first folder); the checked-in seeds are only read.
+  if "$bin" -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
+      -artifact_prefix="$work/artifacts/" "${dict[@]}" "$work/corpus" "${seeds[@]}" >"$work/log" 2>&1; then
+    echo "run-fuzzers: $name ok: $(grep -Eo 'stat::number_of_executed_units: *[0-9]+' "$work/log" | grep -Eo '[0-9]+$') runs in ${seconds}s, $(ls "$work/corpus" | wc -l) new inputs"
+  else
+    status=1
+    echo "run-fuzzers: $name FAILED; log tail ($work/log):"
+    tail -n 60 "$work/log"
+    for a in "$work"/artifacts/*; do echo "run-fuzzers: input saved as $a"; done
+  fi
+done
+exit $status
