@@ -19,14 +19,15 @@ std::string_view trim_trailing_whitespace(std::string_view s) {
 
 OutputFormat detect_output_format(std::string_view template_text) {
   OutputFormat format;
-  format.think_tags = contains(template_text, "<think>") && contains(template_text, "</think>");
-  if (contains(template_text, "<function=") && contains(template_text, "<parameter=")) {
+  format.think_tags = contains(template_text, "</think>");  // DeepSeek-R1 templates only name the closing tag
+  bool tool_call_tag = contains(template_text, "<tool_call>");
+  if (tool_call_tag && contains(template_text, "<function=") && contains(template_text, "<parameter=")) {
     format.tools = ToolSyntax::qwen3_xml;
   } else if (contains(template_text, "<arg_key>")) {
     format.tools = ToolSyntax::none;  // GLM: <tool_call>NAME<arg_key>..., a syntax keel does not parse
   } else if (contains(template_text, "<TOOLCALL>")) {
     format.tools = ToolSyntax::nemotron_json;
-  } else if (contains(template_text, "<tool_call>")) {
+  } else if (tool_call_tag) {
     format.tools = ToolSyntax::hermes_json;
   }
   return format;
