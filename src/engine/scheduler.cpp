@@ -46,28 +46,35 @@ Scheduler::~Scheduler() {
   }
 }
 
-uint64_t Scheduler::submit(Request request) {
+void Scheduler::check_admission(const Request& request) const {
   const int64_t n = static_cast<int64_t>(request.prompt.size());
   if (n == 0) throw_error(ErrorCode::invalid_argument, "the prompt is empty");
   if (request.max_new_tokens < 1)
     throw_error(ErrorCode::invalid_argument, "max_tokens must be at least 1 (got {})", request.max_new_tokens);
   if (!request.chooser) throw_error(ErrorCode::invalid_argument, "request without a token chooser");
-  if (n + 1 > config_.ctx_size) {
-    ++stats_.refused_context;
+  if (n + 1 > config_.ctx_size)
     throw_error(ErrorCode::context_length_exceeded,
                 "the prompt has {} tokens but the context holds {} per sequence, leaving no room for a generated token",
                 n, config_.ctx_size);
-  }
   // The smallest step this request will ever need: its whole prompt in state, one more token in flight.
   StepShapeItem last{1, n, 1};
   int64_t need = model_.state_bytes(n + 1) + model_.step_transient_bytes({&last, 1});
-  if (baseline_ + need > pool_.limit()) {
-    ++stats_.refused_context;
+  int64_t limit = pool_.limit(), base = baseline_.load();
+  if (base + need > limit)
     throw_error(ErrorCode::context_length_exceeded,
                 "the prompt has {} tokens; it needs {} bytes of sequence state and step memory, but the memory limit "
                 "of {} bytes leaves {} after the model",
-                n, need, pool_.limit(), pool_.limit() - baseline_);
+                n, need, limit, limit - base);
+}
+
+uint64_t Scheduler::submit(Request request) {
+  try {
+    check_admission(request);
+  } catch (const Error& e) {
+    if (e.code() == ErrorCode::context_length_exceeded) ++stats_.refused_context;
+    throw;
   }
+  const int64_t n = static_cast<int64_t>(request.prompt.size());
   auto seq = std::make_unique<Sequence>();
   seq->id = next_id_++;
   seq->n_prompt = n;

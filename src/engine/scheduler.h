@@ -4,6 +4,7 @@
 // alone — never the process. A step is plain data: {sequence → n_tokens}; prefill chunks and decode tokens share it.
 // Not thread-safe: one thread (the Engine's loop, or a test) calls submit()/step().
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -59,6 +60,8 @@ class Scheduler {
   // never fit — prompt + 1 > ctx_size, or its smallest step over an empty pool exceeds the limit. Otherwise queues
   // it and returns its id. The request's sink hears nothing for a refusal: the caller answers it.
   uint64_t submit(Request request);
+  // The admission check alone (const, safe from any thread while another runs steps): throws as submit() does.
+  void check_admission(const Request& request) const;
   // Plans and runs one step (or a reclaim). Returns false when there was nothing to do.
   bool step();
   // Runs steps until every request has finished.
@@ -91,7 +94,7 @@ class Scheduler {
   Model& model_;
   MemoryPool& pool_;
   SchedulerConfig config_;
-  int64_t baseline_ = 0;
+  std::atomic<int64_t> baseline_ = 0;
   uint64_t next_id_ = 1;
   std::deque<std::unique_ptr<Sequence>> waiting_;  // FIFO; preempted sequences go back to the front
   std::vector<std::unique_ptr<Sequence>> running_;  // in admission order
