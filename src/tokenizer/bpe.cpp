@@ -52,7 +52,7 @@ BpeModel BpeModel::from_json(const json& model, const std::string& where) {
   if (auto unk = json_optional_string(model, "unk_token", where)) {
     auto it = m.vocab_.find(*unk);
     if (it == m.vocab_.end())
-      throw_error(ErrorCode::invalid_file, "{}.unk_token: \"{}\" is not in {}.vocab", where, *unk, where);
+      throw_error(ErrorCode::invalid_file, "{}.unk_token: \"{}\" is not in the vocab", where, *unk);
     m.unk_id_ = it->second;
   }
   for (int b = 0; b < 256; ++b) {
@@ -90,13 +90,13 @@ BpeModel BpeModel::from_json(const json& model, const std::string& where) {
     }
     auto ia = m.vocab_.find(a), ib = m.vocab_.find(b);
     if (ia == m.vocab_.end() || ib == m.vocab_.end())
-      throw_error(ErrorCode::invalid_file, "{}.merges[{}]: token \"{}\" is not in {}.vocab", where, rank,
-                  ia == m.vocab_.end() ? a : b, where);
+      throw_error(ErrorCode::invalid_file, "{}.merges[{}]: token \"{}\" is not in the vocab", where, rank,
+                  ia == m.vocab_.end() ? a : b);
     const std::string merged = a + b.substr(std::min(m.prefix_.size(), b.size()));
     auto im = m.vocab_.find(merged);
     if (im == m.vocab_.end())
-      throw_error(ErrorCode::invalid_file, "{}.merges[{}]: merged token \"{}\" is not in {}.vocab", where, rank, merged,
-                  where);
+      throw_error(ErrorCode::invalid_file, "{}.merges[{}]: merged token \"{}\" is not in the vocab", where, rank,
+                  merged);
     m.merges_.insert_or_assign(pair_key(ia->second, ib->second), Merge{static_cast<uint32_t>(rank), im->second});
   }
   return m;

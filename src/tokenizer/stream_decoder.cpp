@@ -5,19 +5,18 @@ namespace keel::tokenizer {
 StreamDecoder::StreamDecoder(const Tokenizer& tokenizer, bool skip_special)
     : tokenizer_(&tokenizer), skip_special_(skip_special), byte_fallback_(tokenizer.decoder_has_byte_fallback()) {}
 
-bool StreamDecoder::holds_byte_token(TokenId id) const {
-  if (!byte_fallback_) return false;
-  const auto token = tokenizer_->id_to_token(id);
-  return token && token->size() == 6 && token->compare(0, 3, "<0x") == 0 && (*token)[5] == '>';
-}
-
 static bool ends_with_replacement(const std::string& s) {
   return s.size() >= 3 && s.compare(s.size() - 3, 3, "\xEF\xBF\xBD") == 0;
 }
 
 std::string StreamDecoder::step(TokenId id) {
   ids_.push_back(id);
-  if (holds_byte_token(id)) return {};
+  if (byte_fallback_) {
+    // Ids decode() drops leave the run of byte tokens open: the ones around them are decoded together.
+    if (const std::string* token = tokenizer_->decode_piece(id, skip_special_))
+      last_is_byte_token_ = token->size() == 6 && token->compare(0, 3, "<0x") == 0 && (*token)[5] == '>';
+    if (last_is_byte_token_) return {};
+  }
   std::string text = tokenizer_->decode(ids_, skip_special_);
   if (text.size() <= prefix_.size() || ends_with_replacement(text)) return {};
   // The window's text extends the prefix for every decoder keel reads; should a decoder ever rewrite earlier
@@ -38,6 +37,7 @@ std::string StreamDecoder::flush() {
   while (common < prefix_.size() && common < text.size() && text[common] == prefix_[common]) ++common;
   std::string delta = text.substr(common);
   ids_.clear();
+  last_is_byte_token_ = false;
   prefix_.clear();
   prefix_index_ = 0;
   return delta;

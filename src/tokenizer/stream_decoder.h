@@ -21,10 +21,10 @@ class StreamDecoder {
   std::string flush();           // the held-back rest; the decoder is then empty again
 
  private:
-  bool holds_byte_token(TokenId id) const;
   const Tokenizer* tokenizer_;
   bool skip_special_;
   bool byte_fallback_;
+  bool last_is_byte_token_ = false;  // the last id decode() keeps is a <0xXX> token
   std::vector<TokenId> ids_;  // the window: tokens of the last delta, then tokens not yet emitted
   std::string prefix_;        // decode(ids_[0, prefix_index_))
   size_t prefix_index_ = 0;

@@ -170,24 +170,25 @@ std::vector<TokenId> Tokenizer::encode(std::string_view text, EncodeOptions opti
   return ids;
 }
 
-std::string Tokenizer::decode(std::span<const TokenId> ids, bool skip_special) const {
+const std::string* Tokenizer::decode_piece(TokenId id, bool skip_special) const {
   const Impl& t = *impl_;
+  const AddedToken* added = t.added.find(id);
+  const std::string* token = added != nullptr ? &added->piece : t.model.id_to_token(id);
+  if (token == nullptr) return nullptr;
+  if (skip_special) {
+    // The Rust library checks the token's text against the special tokens' contents.
+    const AddedToken* a = t.added.find(*token);
+    if (a != nullptr && a->special) return nullptr;
+  }
+  return token;
+}
+
+std::string Tokenizer::decode(std::span<const TokenId> ids, bool skip_special) const {
   std::vector<std::string> tokens;
   tokens.reserve(ids.size());
-  for (TokenId id : ids) {
-    const std::string* token = nullptr;
-    if (const AddedToken* a = t.added.find(id))
-      token = &a->piece;
-    else
-      token = t.model.id_to_token(id);
-    if (token == nullptr) continue;
-    if (skip_special) {
-      const AddedToken* a = t.added.find(*token);
-      if (a != nullptr && a->special) continue;
-    }
-    tokens.push_back(*token);
-  }
-  return t.decoder.decode(std::move(tokens));
+  for (TokenId id : ids)
+    if (const std::string* token = decode_piece(id, skip_special)) tokens.push_back(*token);
+  return impl_->decoder.decode(std::move(tokens));
 }
 
 std::optional<TokenId> Tokenizer::token_to_id(std::string_view token) const {

@@ -44,6 +44,10 @@ class Tokenizer {
   // Ids the vocabulary does not have are skipped, as Hugging Face does. skip_special drops tokens marked special.
   std::string decode(std::span<const TokenId> ids, bool skip_special = false) const;
 
+  // The token string decode() hands its decoder for this id, or nullopt when decode() drops the id (unknown, or
+  // special while skip_special).
+  const std::string* decode_piece(TokenId id, bool skip_special) const;
+
   std::optional<TokenId> token_to_id(std::string_view token) const;  // added tokens first, then the model
   std::optional<std::string> id_to_token(TokenId id) const;           // the piece as stored (e.g. "Ġthe", "▁a")
   TokenId vocab_size() const;  // largest id + 1 over the model and added tokens
