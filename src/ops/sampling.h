@@ -1,0 +1,58 @@
+// Picking tokens from logits: argmax, top-k, and the sampler the server runs per sequence.
+// sample() applies, in llama.cpp's order: penalties → top-k → top-p → min-p → temperature → draw.
+//   repetition_penalty (HF): for each distinct token in `history`, a positive logit is divided by it, a
+//                            negative one multiplied;
+//   presence_penalty / frequency_penalty (OpenAI): logit −= presence·[count > 0] + frequency·count;
+//   top_k: keep the k best (0: off); top_p: keep the shortest best-first prefix whose probability (softmax at
+//   temperature 1 over what is left) reaches top_p, the crossing token included (1: off); min_p: keep tokens with
+//   p ≥ min_p · p_max (0: off); temperature: divide the survivors' logits, draw from their softmax.
+//   temperature 0 is greedy: the best logit after penalties (ties: the lowest id).
+// Ties in every ordering break toward the lower token id. A draw is a pure function of (logits, params,
+// history, RNG state), so a seed reproduces a completion.
+#pragma once
+#include <cstdint>
+#include <random>
+#include <span>
+
+#include "backend/backend.h"
+#include "core/tensor.h"
+
+namespace keel::ops {
+
+struct SamplingParams {
+  float temperature = 1.0f;  // ≥ 0; 0: greedy
+  int32_t top_k = 0;         // ≤ 0: off
+  float top_p = 1.0f;        // (0, 1]; 1: off
+  float min_p = 0.0f;        // [0, 1]; 0: off
+  float repetition_penalty = 1.0f;  // > 0; 1: off
+  float presence_penalty = 0.0f;
+  float frequency_penalty = 0.0f;
+};
+
+// Deterministic for a seed: std::mt19937_64, uniform doubles from its top 53 bits.
+class SamplerRng {
+ public:
+  explicit SamplerRng(uint64_t seed) : gen_(seed) {}
+  double uniform() { return static_cast<double>(gen_() >> 11) * 0x1.0p-53; }  // [0, 1)
+
+ private:
+  std::mt19937_64 gen_;
+};
+
+// out[r] = index of the largest logit of row r (the first on ties). logits f32 [rows, V]; out i32 [rows].
+void argmax(Backend& be, const Tensor& logits, Tensor& out);
+// The k best logits of each row, best first: values f32 [rows, k], indices i32 [rows, k]. Workspace k × 8.
+void top_k(Backend& be, const Tensor& logits, int64_t k, Tensor& values, Tensor& indices);
+int64_t top_k_workspace_bytes(int64_t k);
+
+// One token id drawn from logits f32 [V] (contiguous). history: the token ids the penalties count (the caller
+// picks the window: the generated tokens, or prompt + generated as HF does).
+int32_t sample(Backend& be, const Tensor& logits, const SamplingParams& p, std::span<const int32_t> history,
+               SamplerRng& rng);
+// The distribution sample() draws from, as probabilities f32 [V] (0 for filtered tokens); for tests and logprobs.
+void sampling_distribution(Backend& be, const Tensor& logits, const SamplingParams& p,
+                           std::span<const int32_t> history, Tensor& probs);
+// Both take V × 8 (candidates) + history × 4 (a sorted copy) bytes from the pool.
+int64_t sample_workspace_bytes(int64_t vocab, int64_t history_len);
+
+}  // namespace keel::ops
