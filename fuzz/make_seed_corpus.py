@@ -93,6 +93,7 @@ def config_seeds():
         "llama.json": json.dumps(llama),
         "huge_numbers.json": json.dumps(dict(nemotron, mamba_num_heads=2147483647, mamba_head_dim=2147483647,
                                              ssm_state_size=2147483647, n_groups=1, hidden_size=1e300)),
+        "huge_layer_count.json": json.dumps(dict(qwen3, num_hidden_layers=2147483647)),
         "deep_nesting.json": '{"model_type": "qwen3", "x": ' + "[" * 5000 + "]" * 5000 + "}",
         "nan_tokens.json": '{"model_type": "llama", "rms_norm_eps": NaN, "rope_theta": -Infinity}',
         "unknown_type.json": '{"model_type": "gpt2"}',

@@ -74,6 +74,12 @@ int64_t ConfigFields::size(std::string_view key, int64_t fallback) const {
   return v ? integer_in(key, *v, 1, kMaxConfigSize, "a positive integer") : fallback;
 }
 
+int64_t ConfigFields::layer_count() const {
+  const nlohmann::json* v = find("num_hidden_layers");
+  if (!v) fail("missing required field 'num_hidden_layers'");
+  return integer_in("num_hidden_layers", *v, 1, kMaxLayers, "a layer count in [1, 100000]");
+}
+
 int64_t ConfigFields::count(std::string_view key, int64_t fallback) const {
   const nlohmann::json* v = find(key);
   return v ? integer_in(key, *v, 0, kMaxConfigSize, "a non-negative integer") : fallback;
@@ -133,9 +139,9 @@ std::string ConfigFields::text(std::string_view key, std::string fallback) const
 
 void check_layer_count(const ConfigFields& f, std::string_view list_name, size_t entries) {
   if (entries == 0) f.fail("'{}' is empty", list_name);
-  if (static_cast<int64_t>(entries) > kMaxConfigSize) f.fail("'{}' has too many entries", list_name);
+  if (static_cast<int64_t>(entries) > config_detail::kMaxLayers) f.fail("'{}' has too many entries", list_name);
   if (f.has("num_hidden_layers")) {
-    int64_t n = f.size("num_hidden_layers");
+    int64_t n = f.layer_count();
     if (n != static_cast<int64_t>(entries))
       f.fail("{} has {} entries but num_hidden_layers is {}", list_name, entries, n);
   }

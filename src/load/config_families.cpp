@@ -202,7 +202,7 @@ void parse_qwen3_5(const ConfigFields& f, const ConfigFields& top, bool moe, Mod
     check_layer_count(f, "layer_types", cfg.layers.size());
   } else {
     // transformers: every full_attention_interval-th layer (1-based) is full attention, the rest linear.
-    int64_t n = f.size("num_hidden_layers");
+    int64_t n = f.layer_count();
     int64_t interval = f.size("full_attention_interval", 4);
     for (int64_t i = 0; i < n; ++i)
       cfg.layers.push_back({(i + 1) % interval ? LayerKind::gated_deltanet : LayerKind::attention, ffn});
@@ -246,7 +246,7 @@ void parse_qwen3_5(const ConfigFields& f, const ConfigFields& top, bool moe, Mod
 
 void parse_qwen3(const ConfigFields& f, ModelConfig& cfg) {
   read_common(f, CommonDefaults{}, cfg);
-  int64_t n = f.size("num_hidden_layers");
+  int64_t n = f.layer_count();
   if (f.has("layer_types")) {
     std::vector<std::string> words = string_list(f, "layer_types");
     check_layer_count(f, "layer_types", words.size());
@@ -276,7 +276,7 @@ void parse_llama(const ConfigFields& f, ModelConfig& cfg) {
   d.bos = 1;
   d.eos = {2};
   read_common(f, d, cfg);
-  int64_t n = f.size("num_hidden_layers");
+  int64_t n = f.layer_count();
   for (int64_t i = 0; i < n; ++i) cfg.layers.push_back({LayerKind::attention, LayerKind::mlp});
   int64_t heads = f.size("num_attention_heads");
   // transformers' validate_architecture: hidden_size must split evenly into heads; head_dim defaults to the quotient.

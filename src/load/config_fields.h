@@ -15,6 +15,8 @@ namespace keel::config_detail {
 
 // Largest accepted size field: keeps every product the state spec forms checkable in int64.
 constexpr int64_t kMaxConfigSize = (int64_t{1} << 31) - 1;
+// Largest accepted layer count: far above any real model, and a bound on what a corrupt file makes keel allocate.
+constexpr int64_t kMaxLayers = 100000;
 
 class ConfigFields {
  public:
@@ -33,6 +35,8 @@ class ConfigFields {
   // A size in [1, kMaxConfigSize]: required (named in the error when absent), or with a default.
   int64_t size(std::string_view key) const;
   int64_t size(std::string_view key, int64_t fallback) const;
+  // num_hidden_layers, in [1, kMaxLayers].
+  int64_t layer_count() const;
   // A size in [0, kMaxConfigSize].
   int64_t count(std::string_view key, int64_t fallback) const;
   std::optional<int64_t> optional_size(std::string_view key) const;

@@ -177,6 +177,10 @@ TEST(Config, MissingAndInconsistentFieldsAreNamed) {
   expect_config_error(R"({"model_type": "qwen3", "vocab_size": 10, "hidden_size": 8, "num_hidden_layers": 2,
                           "num_attention_heads": 2, "intermediate_size": 8, "eos_token_id": [1, "x"]})",
                       ErrorCode::invalid_file, {"'eos_token_id'"});
+  // A corrupt layer count must not make keel allocate billions of layers.
+  expect_config_error(R"({"model_type": "qwen3", "vocab_size": 10, "hidden_size": 8, "num_hidden_layers": 2147483647,
+                          "num_attention_heads": 2, "intermediate_size": 8})",
+                      ErrorCode::invalid_file, {"'num_hidden_layers'"});
   expect_config_error(R"({"vocab_size": 10})", ErrorCode::invalid_file, {"model_type"});
   expect_config_error(R"({"model_type": "qwen3", )", ErrorCode::invalid_file, {"DIR/config.json", "invalid JSON"});
   expect_config_error(R"([1])", ErrorCode::invalid_file, {"not a JSON object"});
