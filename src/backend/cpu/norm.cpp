@@ -8,21 +8,47 @@ namespace keel::cpu {
 
 namespace {
 
-float weight_at(const NormWeight& w, int64_t i) {
-  i %= w.size;
-  float v;
-  switch (w.dtype) {
-    case DType::bf16: v = bf16_to_f32(static_cast<const uint16_t*>(w.data)[i]); break;
-    case DType::f16: v = f16_to_f32(static_cast<const uint16_t*>(w.data)[i]); break;
-    default: v = static_cast<const float*>(w.data)[i]; break;
+// y[i] = (x[i] · r) · w[i] (or · (1 + w[i])) for i < n, w in its stored dtype.
+template <class Widen>
+void scale_by_weight(const float* x, float* y, int64_t n, float r, const void* w, bool one_plus, Widen widen) {
+  if (one_plus) {
+    for (int64_t i = 0; i < n; ++i) y[i] = (x[i] * r) * (1.0f + widen(w, i));
+  } else {
+    for (int64_t i = 0; i < n; ++i) y[i] = (x[i] * r) * widen(w, i);
   }
-  return w.one_plus ? 1.0f + v : v;
 }
 
-// 1 / sqrt(Σ x² / divisor + eps), the sum in double, the rest in f32 as torch computes rsqrt(var + eps).
+void scale_group(const float* x, float* y, int64_t n, float r, const NormWeight& w, int64_t w_offset) {
+  switch (w.dtype) {
+    case DType::bf16: {
+      const auto* p = static_cast<const uint16_t*>(w.data) + w_offset;
+      scale_by_weight(x, y, n, r, p, w.one_plus,
+                      [](const void* q, int64_t i) { return bf16_to_f32(static_cast<const uint16_t*>(q)[i]); });
+      break;
+    }
+    case DType::f16: {
+      const auto* p = static_cast<const uint16_t*>(w.data) + w_offset;
+      scale_by_weight(x, y, n, r, p, w.one_plus,
+                      [](const void* q, int64_t i) { return f16_to_f32(static_cast<const uint16_t*>(q)[i]); });
+      break;
+    }
+    default: {
+      const auto* p = static_cast<const float*>(w.data) + w_offset;
+      scale_by_weight(x, y, n, r, p, w.one_plus,
+                      [](const void* q, int64_t i) { return static_cast<const float*>(q)[i]; });
+    }
+  }
+}
+
+// 1 / sqrt(Σ x² / divisor + eps): the sum in double over 8 interleaved partial sums combined in a fixed order,
+// the rest in f32 as torch computes rsqrt(var + eps).
 float inv_rms(const float* x, int64_t n, int64_t divisor, float eps) {
-  double s = 0;
-  for (int64_t i = 0; i < n; ++i) s += static_cast<double>(x[i]) * x[i];
+  double part[8] = {};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int j = 0; j < 8; ++j) part[j] += static_cast<double>(x[i + j]) * x[i + j];
+  for (; i < n; ++i) part[i % 8] += static_cast<double>(x[i]) * x[i];
+  const double s = ((part[0] + part[4]) + (part[2] + part[6])) + ((part[1] + part[5]) + (part[3] + part[7]));
   const float var = static_cast<float>(s / static_cast<double>(divisor));
   return 1.0f / std::sqrt(var + eps);
 }
@@ -32,7 +58,7 @@ float inv_rms(const float* x, int64_t n, int64_t divisor, float eps) {
 void rms_norm_row(const float* x, float* y, int64_t n, int64_t group, const NormWeight& w, float eps) {
   for (int64_t g0 = 0; g0 < n; g0 += group) {
     const float r = inv_rms(x + g0, group, group, eps);
-    for (int64_t i = g0; i < g0 + group; ++i) y[i] = (x[i] * r) * weight_at(w, i);
+    scale_group(x + g0, y + g0, group, r, w, w.size == n ? g0 : 0);
   }
 }
 

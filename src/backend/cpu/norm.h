@@ -1,5 +1,5 @@
 // CPU kernels for the RMS and L2 norms, one row at a time (callers split rows among threads). Sums of squares
-// accumulate in double in index order (so a row's result depends only on its own values); everything else is
+// accumulate in double in a fixed order (so a row's result depends only on its own values); everything else is
 // f32 in the reference's order: (x · r) · w with r = 1/sqrt(mean(x²) + eps) rounded to f32.
 #pragma once
 #include <cstdint>
@@ -13,7 +13,7 @@ namespace keel::cpu {
 struct NormWeight {
   const void* data = nullptr;
   DType dtype = DType::f32;
-  int64_t size = 0;     // elements; a row of n uses element i % size (size = n, or a group shared by all groups)
+  int64_t size = 0;       // elements: the row's n (one per channel), or the group size (shared by every group)
   bool one_plus = false;  // scale by (1 + w) instead of w
 };
 
