@@ -1,0 +1,119 @@
+#include "backend/cpu/moe.h"
+
+#include <cmath>
+#include <cstring>
+
+namespace keel::cpu {
+
+namespace {
+
+struct Pick {
+  float score;
+  int32_t index;
+};
+
+// Descending score; equal scores rank the lower index first. NaN never ranks above anything.
+inline bool ranks_above(float score, int32_t index, const Pick& p) {
+  return score > p.score || (score == p.score && index < p.index);
+}
+
+// Keeps list[0, n) the best ≤ k picks seen so far, best first.
+inline void offer(Pick* list, int64_t& n, int64_t k, float score, int32_t index) {
+  if (n == k && !ranks_above(score, index, list[n - 1])) return;
+  int64_t pos = n < k ? n++ : k - 1;
+  while (pos > 0 && ranks_above(score, index, list[pos - 1])) {
+    list[pos] = list[pos - 1];
+    --pos;
+  }
+  list[pos] = {score, index};
+}
+
+inline float sigmoid(float x) {
+  return 1.0f / (1.0f + std::exp(-x));
+}
+
+void route_softmax(const MoeRouteArgs& a, const float* l, int32_t* idx, float* w) {
+  Pick top[kMoeMaxTopK];
+  int64_t n = 0;
+  float lmax = l[0];
+  for (int64_t e = 0; e < a.E; ++e) {
+    lmax = l[e] > lmax ? l[e] : lmax;
+    offer(top, n, a.top_k, l[e], static_cast<int32_t>(e));  // softmax is monotonic: rank by logit
+  }
+  float sum = 0;
+  for (int64_t j = 0; j < n; ++j) sum += (w[j] = std::exp(top[j].score - lmax));
+  for (int64_t j = 0; j < n; ++j) w[j] /= sum, idx[j] = top[j].index;
+}
+
+void route_sigmoid_grouped(const MoeRouteArgs& a, const float* l, int32_t* idx, float* w) {
+  auto choice = [&](int64_t e) { return sigmoid(l[e]) + (a.bias ? a.bias[e] : 0.0f); };
+  bool allowed[kMoeMaxGroups];
+  const int64_t per_group = a.E / a.n_group;
+  if (a.n_group > 1) {
+    Pick groups[kMoeMaxGroups];
+    int64_t n_groups = 0;
+    for (int64_t g = 0; g < a.n_group; ++g) {
+      Pick best2[2];
+      int64_t n2 = 0;
+      for (int64_t e = g * per_group; e < (g + 1) * per_group; ++e)
+        offer(best2, n2, 2, choice(e), static_cast<int32_t>(e));
+      offer(groups, n_groups, a.topk_group, best2[0].score + best2[1].score, static_cast<int32_t>(g));
+      allowed[g] = false;
+    }
+    for (int64_t j = 0; j < n_groups; ++j) allowed[groups[j].index] = true;
+  }
+  Pick top[kMoeMaxTopK];
+  int64_t n = 0;
+  for (int64_t e = 0; e < a.E; ++e)
+    if (a.n_group <= 1 || allowed[e / per_group]) offer(top, n, a.top_k, choice(e), static_cast<int32_t>(e));
+  float sum = 0;
+  for (int64_t j = 0; j < n; ++j) sum += (w[j] = sigmoid(l[top[j].index]));  // unbiased scores
+  const float norm = a.norm_topk_prob ? 1.0f / (sum + 1e-20f) : 1.0f;
+  for (int64_t j = 0; j < n; ++j) w[j] = w[j] * norm * a.scaling, idx[j] = top[j].index;
+}
+
+}  // namespace
+
+void moe_route(CpuBackend& be, const MoeRouteArgs& a) {
+  be.threads()->parallel_for(a.T, [&](int64_t begin, int64_t end, int) {
+    for (int64_t t = begin; t < end; ++t) {
+      const float* l = a.logits + t * a.logits_st;
+      int32_t* idx = a.indices + t * a.top_k;
+      float* w = a.weights + t * a.top_k;
+      if (a.sigmoid_grouped)
+        route_sigmoid_grouped(a, l, idx, w);
+      else
+        route_softmax(a, l, idx, w);
+    }
+  });
+}
+
+void moe_gather(CpuBackend& be, const float* src, int64_t src_st, const int32_t* rows, int64_t n,
+                int64_t width, float* dst, int64_t dst_st) {
+  be.threads()->parallel_for(n, [&](int64_t begin, int64_t end, int) {
+    for (int64_t r = begin; r < end; ++r)
+      std::memcpy(dst + r * dst_st, src + rows[r] * src_st, static_cast<size_t>(width) * sizeof(float));
+  });
+}
+
+void moe_scatter_add(CpuBackend& be, const float* src, int64_t src_st, const int32_t* rows,
+                     const float* scale, int64_t n, int64_t width, float* dst, int64_t dst_st) {
+  be.threads()->parallel_for(n, [&](int64_t begin, int64_t end, int) {
+    for (int64_t r = begin; r < end; ++r) {
+      const float* s = src + r * src_st;
+      float* d = dst + rows[r] * dst_st;
+      const float c = scale[r];
+      for (int64_t i = 0; i < width; ++i) d[i] += c * s[i];
+    }
+  });
+}
+
+void moe_scale_rows(CpuBackend& be, const float* scale, int64_t n, int64_t width, float* dst,
+                    int64_t dst_st) {
+  be.threads()->parallel_for(n, [&](int64_t begin, int64_t end, int) {
+    for (int64_t r = begin; r < end; ++r)
+      for (int64_t i = 0; i < width; ++i) dst[r * dst_st + i] *= scale[r];
+  });
+}
+
+}  // namespace keel::cpu
