@@ -58,7 +58,7 @@ void Scheduler::check_admission(const Request& request) const {
                 n, config_.ctx_size);
   // The smallest step this request will ever need: its whole prompt in state, one more token in flight.
   StepShapeItem last{1, n, 1};
-  int64_t need = model_.state_bytes(n + 1) + model_.step_transient_bytes({&last, 1});
+  int64_t need = model_.state_bytes(n + 1, capacity_for(request)) + model_.step_transient_bytes({&last, 1});
   int64_t limit = pool_.limit(), base = baseline_.load();
   if (base + need > limit)
     throw_error(ErrorCode::context_length_exceeded,
@@ -85,9 +85,13 @@ uint64_t Scheduler::submit(Request request) {
   return id;
 }
 
+int64_t Scheduler::capacity_for(const Request& r) const {
+  return std::min<int64_t>(config_.ctx_size, static_cast<int64_t>(r.prompt.size()) + r.max_new_tokens);
+}
+
 int64_t Scheduler::growth_bytes(const Sequence& seq, int64_t n_tokens) const {
   int64_t held = seq.state ? seq.state->bytes() : 0;
-  return std::max<int64_t>(0, model_.state_bytes(seq.in_state() + n_tokens) - held);
+  return std::max<int64_t>(0, model_.state_bytes(seq.in_state() + n_tokens, capacity_for(seq.request)) - held);
 }
 
 StepShapeItem Scheduler::shape_of(const Sequence& seq, int64_t n_tokens) const {
@@ -277,7 +281,7 @@ void Scheduler::run_planned(const PlannedStep& plan) {
   try {
     for (size_t i = 0; i < seqs.size(); ++i) {
       Sequence& s = *seqs[i];
-      if (!s.state) s.state = model_.new_state();
+      if (!s.state) s.state = model_.new_state(capacity_for(s.request));
     }
     for (size_t i = 0; i < seqs.size(); ++i) {
       Sequence& s = *seqs[i];

@@ -83,6 +83,8 @@ class Scheduler {
   struct Sequence;
   bool fits(const std::vector<StepShapeItem>& shape, int64_t growth) const;
   int64_t growth_bytes(const Sequence& seq, int64_t n_tokens) const;
+  // Tokens a sequence may hold: min(ctx_size, prompt + max_new_tokens).
+  int64_t capacity_for(const Request& r) const;
   StepShapeItem shape_of(const Sequence& seq, int64_t n_tokens) const;
   void admit_waiting();
   bool preempt_least_advanced(const Sequence* keep);

@@ -51,15 +51,18 @@ class Model {
   virtual int64_t vocab_size() const = 0;     // logits per row (the config's vocab, padding included)
   virtual int64_t context_limit() const = 0;  // max_position_embeddings or equivalent; 0 when unbounded
 
-  // Persistent state of one sequence holding `tokens` tokens, bytes: per-sequence parts (SSM/conv/DeltaNet) plus
-  // per-token parts (KV rows) rounded up to the model's allocation granularity.
-  virtual int64_t state_bytes(int64_t tokens) const = 0;
+  // Persistent state of one sequence created for `capacity` tokens and holding `tokens` of them, bytes:
+  // per-sequence parts (SSM/conv/DeltaNet) plus per-token parts (KV rows). A model that allocates its KV for the
+  // whole capacity up front returns the same number for every `tokens`; one that grows returns it per token,
+  // rounded up to its allocation granularity.
+  virtual int64_t state_bytes(int64_t tokens, int64_t capacity) const = 0;
   // Transient bytes the model allocates from its pool while running a step of this shape (activations, op
   // workspaces, logits). Closed form; the pool's measured peak over the step must not exceed it.
   virtual int64_t step_transient_bytes(std::span<const StepShapeItem> step) const = 0;
 
-  // An empty state (0 tokens) from the pool. Throws Error(out_of_memory) when the pool refuses.
-  virtual std::unique_ptr<SequenceState> new_state() = 0;
+  // An empty state (0 tokens) for a sequence of at most `capacity` tokens, from the pool. Throws
+  // Error(out_of_memory) when the pool refuses.
+  virtual std::unique_ptr<SequenceState> new_state(int64_t capacity) = 0;
   // Runs one step and returns the logits: f32 [sum(n_logits), vocab_size()], rows in item order, allocated from
   // the pool (part of the step's planned transient; the caller drops it after sampling). Throws Error(out_of_memory) when an allocation is refused: then a state whose sequence took part may be
   // partially updated and must be discarded (see state_survives_failed_step).

@@ -54,7 +54,7 @@ class FakeModel final : public Model {
   int64_t vocab_size() const override { return s_.vocab; }
   int64_t context_limit() const override { return 0; }
 
-  int64_t state_bytes(int64_t tokens) const override {
+  int64_t state_bytes(int64_t tokens, int64_t) const override {
     int64_t blocks = (tokens + s_.block_tokens - 1) / s_.block_tokens;
     return s_.per_sequence + blocks * s_.block_tokens * s_.per_token;
   }
@@ -66,7 +66,7 @@ class FakeModel final : public Model {
     }
     return s_.fixed_transient + s_.act_per_token * n + logits * s_.vocab * 4;
   }
-  std::unique_ptr<SequenceState> new_state() override {
+  std::unique_ptr<SequenceState> new_state(int64_t) override {
     auto st = std::make_unique<FakeState>();
     st->fixed_ = pool_.allocate(s_.per_sequence, "fake sequence state");
     return st;

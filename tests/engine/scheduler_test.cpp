@@ -93,7 +93,7 @@ TEST(Scheduler, ShrinksTheStepAtPointEightOfThePlanAndRunsItAtOne) {
   FakeModel m0(probe, sz);
   const int64_t chunk = 64;
   StepShapeItem first{chunk, 0, 0};
-  int64_t planned = m0.step_transient_bytes({&first, 1}) + m0.state_bytes(chunk);
+  int64_t planned = m0.step_transient_bytes({&first, 1}) + m0.state_bytes(chunk, 4096);
   for (double frac : {0.8, 1.0}) {
     MemoryPool pool("cpu", static_cast<int64_t>(planned * frac));
     FakeModel model(pool, sz);
