@@ -11,7 +11,8 @@
 //     A tool-call block opening inside reasoning ends the reasoning (Qwen3.5 often omits </think> then).
 //     Whitespace right after <think> and right before </think> is dropped, as the Qwen3 templates strip it.
 //   - Content: whitespace at the start of a segment that follows </think> or a tool call is dropped; at the very
-//     start of the output it is dropped only when a marker or the end follows. Other whitespace is kept.
+//     start of the output, and after a malformed block passed through as content, it is dropped only when a
+//     marker or the end follows. Other whitespace is kept.
 //   - JSON syntaxes (Hermes, Nemotron): a call is announced only once its JSON is complete and valid; its
 //     arguments then arrive in one piece. A block whose JSON is invalid, or that is unterminated at finish, is
 //     passed through verbatim as content (vLLM's behaviour). A complete JSON value without the closing tag is a

@@ -144,7 +144,7 @@ bool OutputParser::step_json_body(bool at_end) {
     consume(r.pos + block_close_.size());
     emit_content(raw_);
     raw_.clear();
-    enter_content(Lead::drop);
+    enter_content(Lead::hold);
     return true;
   }
   if (!at_end) return false;
@@ -300,7 +300,7 @@ bool OutputParser::step_raw_block(bool at_end) {
   if (p != npos) {
     emit_content(std::string_view(buf_).substr(0, p + block_close_.size()));
     buf_.erase(0, p + block_close_.size());
-    enter_content(Lead::drop);
+    enter_content(Lead::hold);  // the block was content: whitespace after it stays unless a call or the end follows
     return true;
   }
   std::string_view close[] = {block_close_};
