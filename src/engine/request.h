@@ -34,6 +34,11 @@ class TokenChooser {
 class RequestSink {
  public:
   virtual ~RequestSink() = default;
+  // The request holds a slot and its state: the first step that fed it succeeded. `cached_tokens` of its prompt
+  // came from the prompt cache. Before this, a request only waits; the server sends response headers after it.
+  virtual void on_started(int64_t cached_tokens) { (void)cached_tokens; }
+  // The request waits for a slot or for memory; `position` requests are ahead of it (0: next).
+  virtual void on_queued(int64_t position) { (void)position; }
   // A prefill chunk of the prompt went into the state (tokens done of total).
   virtual void on_prefill(int64_t done, int64_t total) { (void)done, (void)total; }
   // A generated token. Returning false stops the request (e.g. a stop string matched): it finishes with `stop`.

@@ -24,6 +24,8 @@ struct Scheduler::Sequence {
   int64_t n_generated = 0;
   std::unique_ptr<SequenceState> state;  // null before its first step and after a preemption
   int failed_attempts = 0;               // consecutive failed steps this sequence took part in
+  bool started = false;                  // on_started was sent
+  int64_t cached_tokens = 0;             // prompt tokens that came from the prompt cache
 
   int64_t in_state() const { return state ? state->tokens() : 0; }
   int64_t remaining() const { return static_cast<int64_t>(tokens.size()) - in_state(); }
@@ -349,6 +351,10 @@ void Scheduler::run_planned(const PlannedStep& plan) {
   for (size_t i = 0; i < seqs.size(); ++i) {
     Sequence& s = *seqs[i];
     s.failed_attempts = 0;
+    if (!s.started) {
+      s.started = true;
+      if (s.request.sink) s.request.sink->on_started(s.cached_tokens);
+    }
     if (items[i].n_logits == 0) {
       if (s.request.sink) s.request.sink->on_prefill(s.in_state(), s.n_prompt);
       continue;
