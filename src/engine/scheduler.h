@@ -23,6 +23,7 @@ struct SchedulerConfig {
   int64_t ctx_size = 4096;           // --ctx-size: tokens per sequence (not divided among slots)
   int64_t prefill_chunk_size = 512;  // upper bound on tokens per step; the planner may choose fewer
   int max_failed_attempts = 4;       // consecutive failed steps a sequence may take part in before it fails (503)
+  int prompt_cache_entries = 4;      // states kept for reuse by later prompts with the same prefix; 0: off
 };
 
 // One planned step: which sequence gets how many tokens.
