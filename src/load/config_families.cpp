@@ -23,9 +23,11 @@ void read_common(const ConfigFields& f, const CommonDefaults& d, ModelConfig& cf
   cfg.max_position_embeddings = f.size("max_position_embeddings", d.max_position_embeddings);
   cfg.rms_norm_eps = f.positive(d.eps_key, d.eps);
   cfg.tie_word_embeddings = f.flag("tie_word_embeddings", false);
-  cfg.bos_token_id = f.has("bos_token_id") ? f.optional_token_id("bos_token_id") : d.bos;
-  cfg.pad_token_id = f.has("pad_token_id") ? f.optional_token_id("pad_token_id") : d.pad;
-  cfg.eos_token_ids = f.token_ids("eos_token_id", d.eos);
+  // An explicit null means "no such token", not the family's default.
+  auto present = [&](std::string_view key) { return f.has(key) || f.is_null(key); };
+  cfg.bos_token_id = present("bos_token_id") ? f.optional_token_id("bos_token_id") : d.bos;
+  cfg.pad_token_id = present("pad_token_id") ? f.optional_token_id("pad_token_id") : d.pad;
+  cfg.eos_token_ids = present("eos_token_id") ? f.token_ids("eos_token_id", {}) : d.eos;
 }
 
 std::vector<std::string> string_list(const ConfigFields& f, std::string_view key) {

@@ -116,13 +116,17 @@ TEST(Config, NemotronHPatternAndBareInfinity) {
 TEST(Config, NemotronHOlderLayersBlockTypeAndAliases) {
   std::string text = R"({"model_type": "nemotron_h", "vocab_size": 1000, "hidden_size": 64,
     "layers_block_type": ["mamba", "attention", "mlp", "moe"],
-    "num_attention_heads": 4, "num_key_value_heads": null, "mamba_num_heads": 8, "mamba_head_dim": 16,
+    "num_attention_heads": 4, "num_key_value_heads": null, "mamba_num_heads": 8, "pad_token_id": null,
+    "eos_token_id": null, "mamba_head_dim": 16,
     "mamba_n_groups": 2, "mamba_d_conv": 3, "mamba_chunk_size": 32, "mamba_dt_limit": [0.001, 0.5],
     "mamba_conv_bias": false, "ssm_state_size": 16, "intermediate_size": 96,
     "num_local_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32, "moe_latent_size": 16})";
   ModelConfig c = parse_model_config(text);
   EXPECT_EQ(kinds(c), (std::vector<K>{K::mamba2, K::attention, K::mlp, K::moe}));
   EXPECT_EQ(c.attention.num_key_value_heads, 4);  // null → num_attention_heads
+  EXPECT_EQ(c.bos_token_id, 1);                   // absent → default 1 (configuration_nemotron_h.py)
+  EXPECT_FALSE(c.pad_token_id.has_value());       // explicit null → none (the default would be 0)
+  EXPECT_TRUE(c.eos_token_ids.empty());           // explicit null → none (the default would be 2)
   EXPECT_EQ(c.attention.head_dim, 128);           // default head_dim
   EXPECT_EQ(c.mamba2.n_groups, 2);
   EXPECT_EQ(c.mamba2.conv_kernel, 3);
