@@ -1,9 +1,9 @@
-// keel inspect -m DIR [--json] [--ctx N] [--chunk N]: what a model folder holds and what it will cost — layer kinds,
-// parameters and weight bytes (from the safetensors headers), persistent state per sequence, KV bytes per token.
-#include <nlohmann/json.hpp>
-
+// keel inspect -m DIR [--json] [--ctx N] [--chunk N]: what a model folder holds and what it will cost — layer
+// kinds, parameters and weight bytes (from the safetensors headers), persistent state per sequence, KV bytes
+// per token.
 #include <iostream>
 #include <memory>
+#include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
 #include "core/error.h"
@@ -33,12 +33,14 @@ nlohmann::json inspect_report(const InspectOptions& o) {
   r["model_type"] = cfg.model_type;
   r["config_model_type"] = cfg.config_model_type;
   r["num_layers"] = cfg.num_layers();
-  nlohmann::json layers = nlohmann::json::array(), ffn = nlohmann::json::array(), counts = nlohmann::json::object();
+  nlohmann::json layers = nlohmann::json::array(), ffn = nlohmann::json::array(),
+                 counts = nlohmann::json::object();
   for (const LayerSpec& l : cfg.layers) {
     layers.push_back(layer_kind_name(l.kind));
     ffn.push_back(l.ffn ? nlohmann::json(layer_kind_name(*l.ffn)) : nlohmann::json());
   }
-  for (LayerKind k : {LayerKind::mamba2, LayerKind::gated_deltanet, LayerKind::attention, LayerKind::mlp, LayerKind::moe})
+  for (LayerKind k :
+       {LayerKind::mamba2, LayerKind::gated_deltanet, LayerKind::attention, LayerKind::mlp, LayerKind::moe})
     if (cfg.has(k)) counts[std::string(layer_kind_name(k))] = cfg.count(k);
   r["layers"] = layers;
   r["ffn"] = ffn;
@@ -53,7 +55,8 @@ nlohmann::json inspect_report(const InspectOptions& o) {
   r["parameters"] = weights.parameter_count();
   r["weight_bytes"] = weights.total_bytes();
   nlohmann::json by_dtype = nlohmann::json::object();
-  for (const auto& [dtype, bytes] : weights.bytes_by_dtype()) by_dtype[std::string(dtype_name(dtype))] = bytes;
+  for (const auto& [dtype, bytes] : weights.bytes_by_dtype())
+    by_dtype[std::string(dtype_name(dtype))] = bytes;
   r["weight_bytes_by_dtype"] = by_dtype;
 
   r["state_bytes_per_sequence"] = state.state_bytes_per_sequence;
@@ -79,9 +82,11 @@ void print_text(const nlohmann::json& r, std::ostream& out) {
                      r["config_model_type"].get<std::string>());
   out << fmt::format("hidden_size    {}   vocab_size {}   max positions {}   tied embeddings {}\n",
                      r["hidden_size"].get<int64_t>(), r["vocab_size"].get<int64_t>(),
-                     r["max_position_embeddings"].get<int64_t>(), r["tie_word_embeddings"].get<bool>() ? "yes" : "no");
+                     r["max_position_embeddings"].get<int64_t>(),
+                     r["tie_word_embeddings"].get<bool>() ? "yes" : "no");
   std::string counts;
-  for (const auto& [kind, n] : r["layer_counts"].items()) counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", n.get<int64_t>(), kind);
+  for (const auto& [kind, n] : r["layer_counts"].items())
+    counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", n.get<int64_t>(), kind);
   out << fmt::format("layers         {} ({})\n", r["num_layers"].get<int64_t>(), counts);
   for (size_t i = 0; i < r["layers"].size(); ++i) {
     const nlohmann::json& ffn = r["ffn"][i];
@@ -89,10 +94,13 @@ void print_text(const nlohmann::json& r, std::ostream& out) {
                        ffn.is_null() ? "" : " + " + ffn.get<std::string>());
   }
   out << fmt::format("parameters     {} ({} tensors in {} file{})\n", r["parameters"].get<int64_t>(),
-                     r["tensors"].get<int64_t>(), r["shards"].get<int64_t>(), r["shards"].get<int64_t>() == 1 ? "" : "s");
+                     r["tensors"].get<int64_t>(), r["shards"].get<int64_t>(),
+                     r["shards"].get<int64_t>() == 1 ? "" : "s");
   out << fmt::format("weight bytes   {}\n", bytes(r["weight_bytes"]));
-  for (const auto& [dtype, b] : r["weight_bytes_by_dtype"].items()) out << fmt::format("  {:<6} {}\n", dtype, bytes(b));
-  out << fmt::format("state per sequence (fp32)  {}  [recurrent {}, conv {}]\n", bytes(r["state_bytes_per_sequence"]),
+  for (const auto& [dtype, b] : r["weight_bytes_by_dtype"].items())
+    out << fmt::format("  {:<6} {}\n", dtype, bytes(b));
+  out << fmt::format("state per sequence (fp32)  {}  [recurrent {}, conv {}]\n",
+                     bytes(r["state_bytes_per_sequence"]),
                      format_bytes(r["recurrent_state_bytes_per_sequence"].get<int64_t>()),
                      format_bytes(r["conv_state_bytes_per_sequence"].get<int64_t>()));
   out << fmt::format("KV per token (fp32)        {}\n", bytes(r["kv_bytes_per_token"]));
@@ -104,11 +112,14 @@ void print_text(const nlohmann::json& r, std::ostream& out) {
 }  // namespace
 
 void add_inspect_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("inspect", "Describe a model folder: layers, parameters, weight and state bytes");
+  auto* cmd =
+      app.add_subcommand("inspect", "Describe a model folder: layers, parameters, weight and state bytes");
   auto opts = std::make_shared<InspectOptions>();
-  cmd->add_option("-m,--model", opts->dir, "Hugging Face model folder (config.json + safetensors)")->required();
+  cmd->add_option("-m,--model", opts->dir, "Hugging Face model folder (config.json + safetensors)")
+      ->required();
   cmd->add_flag("--json", opts->json, "Print one JSON object instead of text");
-  cmd->add_option("--ctx", opts->ctx, "Context length in tokens for the state estimate (default: max positions)")
+  cmd->add_option("--ctx", opts->ctx,
+                  "Context length in tokens for the state estimate (default: max positions)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--chunk", opts->chunk, "Prefill chunk in tokens for the step workspace estimate")
       ->check(CLI::PositiveNumber);

@@ -13,11 +13,16 @@ using config_detail::kMaxConfigSize;
 
 std::string_view layer_kind_name(LayerKind kind) {
   switch (kind) {
-    case LayerKind::mamba2: return "mamba2";
-    case LayerKind::attention: return "attention";
-    case LayerKind::mlp: return "mlp";
-    case LayerKind::moe: return "moe";
-    case LayerKind::gated_deltanet: return "gated_deltanet";
+    case LayerKind::mamba2:
+      return "mamba2";
+    case LayerKind::attention:
+      return "attention";
+    case LayerKind::mlp:
+      return "mlp";
+    case LayerKind::moe:
+      return "moe";
+    case LayerKind::gated_deltanet:
+      return "gated_deltanet";
   }
   return "unknown";
 }
@@ -29,8 +34,8 @@ int64_t ModelConfig::count(LayerKind kind) const {
 }
 
 const std::vector<std::string_view>& supported_model_types() {
-  static const std::vector<std::string_view> kTypes = {"nemotron_h", "qwen3_5", "qwen3_5_text", "qwen3_5_moe",
-                                                       "qwen3_5_moe_text", "qwen3", "llama"};
+  static const std::vector<std::string_view> kTypes = {
+      "nemotron_h", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text", "qwen3", "llama"};
   return kTypes;
 }
 
@@ -102,7 +107,8 @@ std::vector<int64_t> ConfigFields::token_ids(std::string_view key, std::vector<i
   if (!v) return fallback;
   std::vector<int64_t> ids;
   if (v->is_array()) {
-    for (const nlohmann::json& e : *v) ids.push_back(integer_in(key, e, 0, kMaxConfigSize, "a list of token ids"));
+    for (const nlohmann::json& e : *v)
+      ids.push_back(integer_in(key, e, 0, kMaxConfigSize, "a list of token ids"));
   } else {
     ids.push_back(integer_in(key, *v, 0, kMaxConfigSize, "a token id or a list of them"));
   }
@@ -139,7 +145,8 @@ std::string ConfigFields::text(std::string_view key, std::string fallback) const
 
 void check_layer_count(const ConfigFields& f, std::string_view list_name, size_t entries) {
   if (entries == 0) f.fail("'{}' is empty", list_name);
-  if (static_cast<int64_t>(entries) > config_detail::kMaxLayers) f.fail("'{}' has too many entries", list_name);
+  if (static_cast<int64_t>(entries) > config_detail::kMaxLayers)
+    f.fail("'{}' has too many entries", list_name);
   if (f.has("num_hidden_layers")) {
     int64_t n = f.layer_count();
     if (n != static_cast<int64_t>(entries))
@@ -147,9 +154,10 @@ void check_layer_count(const ConfigFields& f, std::string_view list_name, size_t
   }
 }
 
-// transformers' RotaryEmbeddingConfigMixin: rope_scaling (older name) wins over rope_parameters; rope_theta and
-// partial_rotary_factor come from that dict, else from the top-level keys, else the defaults; "type" is the older
-// spelling of "rope_type". A dict keyed by layer type ({"full_attention": {...}}) is read at "full_attention".
+// transformers' RotaryEmbeddingConfigMixin: rope_scaling (older name) wins over rope_parameters; rope_theta
+// and partial_rotary_factor come from that dict, else from the top-level keys, else the defaults; "type" is
+// the older spelling of "rope_type". A dict keyed by layer type ({"full_attention": {...}}) is read at
+// "full_attention".
 RopeConfig read_rope(const ConfigFields& f, double default_partial_rotary_factor) {
   RopeConfig rope;
   const nlohmann::json* params = nullptr;
@@ -175,10 +183,12 @@ RopeConfig read_rope(const ConfigFields& f, double default_partial_rotary_factor
   rope.partial_rotary_factor = p.has("partial_rotary_factor")
                                    ? p.positive("partial_rotary_factor", 1.0)
                                    : f.positive("partial_rotary_factor", default_partial_rotary_factor);
-  if (rope.partial_rotary_factor > 1.0) f.fail("partial_rotary_factor {} is above 1", rope.partial_rotary_factor);
+  if (rope.partial_rotary_factor > 1.0)
+    f.fail("partial_rotary_factor {} is above 1", rope.partial_rotary_factor);
   if (p.has("factor")) rope.factor = p.positive("factor", 1.0);
   rope.original_max_position_embeddings = p.optional_size("original_max_position_embeddings");
-  if (!rope.original_max_position_embeddings) rope.original_max_position_embeddings = f.optional_size("original_max_position_embeddings");
+  if (!rope.original_max_position_embeddings)
+    rope.original_max_position_embeddings = f.optional_size("original_max_position_embeddings");
   if (p.has("low_freq_factor")) rope.low_freq_factor = p.positive("low_freq_factor", 1.0);
   if (p.has("high_freq_factor")) rope.high_freq_factor = p.positive("high_freq_factor", 1.0);
   if (p.has("attention_factor")) rope.attention_factor = p.positive("attention_factor", 1.0);
@@ -213,14 +223,16 @@ ModelConfig parse_model_config(std::string_view json_text, std::string_view sour
   if (type == "nemotron_h") {
     cfg.model_type = type;
     config_detail::parse_nemotron_h(top, cfg);
-  } else if (type == "qwen3_5" || type == "qwen3_5_moe" || type == "qwen3_5_text" || type == "qwen3_5_moe_text") {
+  } else if (type == "qwen3_5" || type == "qwen3_5_moe" || type == "qwen3_5_text" ||
+             type == "qwen3_5_moe_text") {
     bool moe = type == "qwen3_5_moe" || type == "qwen3_5_moe_text";
     cfg.model_type = moe ? "qwen3_5_moe" : "qwen3_5";
     // Published folders (…ForConditionalGeneration) nest the text model's settings under "text_config".
     const nlohmann::json* text = &root;
     auto tc = root.find("text_config");
     if ((type == "qwen3_5" || type == "qwen3_5_moe") && tc != root.end() && !tc->is_null()) {
-      if (!tc->is_object()) throw_error(ErrorCode::invalid_file, "{}: \"text_config\" is not an object", context);
+      if (!tc->is_object())
+        throw_error(ErrorCode::invalid_file, "{}: \"text_config\" is not an object", context);
       text = &*tc;
       cfg.nested_text_config = true;
       if (tc->contains("model_type") && (*tc)["model_type"].is_string())

@@ -41,12 +41,12 @@ std::vector<std::string> string_list(const ConfigFields& f, std::string_view key
   return out;
 }
 
-// `head_dim_key`: where the family keeps head_dim. An explicit null num_key_value_heads means "as many as the query
-// heads" in every family; an absent one takes the family's default.
+// `head_dim_key`: where the family keeps head_dim. An explicit null num_key_value_heads means "as many as the
+// query heads" in every family; an absent one takes the family's default.
 void read_attention(const ConfigFields& f, int64_t default_kv_heads, std::string_view head_dim_key,
                     int64_t default_head_dim, AttentionConfig& a) {
   a.num_attention_heads = f.size("num_attention_heads");
-  a.num_key_value_heads = f.has("num_key_value_heads")      ? f.size("num_key_value_heads")
+  a.num_key_value_heads = f.has("num_key_value_heads")       ? f.size("num_key_value_heads")
                           : f.is_null("num_key_value_heads") ? a.num_attention_heads
                                                              : default_kv_heads;
   a.head_dim = f.size(head_dim_key, default_head_dim);
@@ -69,11 +69,16 @@ std::optional<LayerKind> nemotron_word(std::string_view w) {
 
 std::optional<LayerKind> nemotron_char(char c) {
   switch (c) {
-    case 'M': return LayerKind::mamba2;
-    case '*': return LayerKind::attention;
-    case '-': return LayerKind::mlp;
-    case 'E': return LayerKind::moe;
-    default: return std::nullopt;
+    case 'M':
+      return LayerKind::mamba2;
+    case '*':
+      return LayerKind::attention;
+    case '-':
+      return LayerKind::mlp;
+    case 'E':
+      return LayerKind::moe;
+    default:
+      return std::nullopt;
   }
 }
 
@@ -86,8 +91,10 @@ std::vector<LayerKind> nemotron_layers(const ConfigFields& f) {
     for (size_t i = 0; i < words.size(); ++i) {
       std::optional<LayerKind> k = nemotron_word(words[i]);
       if (!k)
-        f.fail("{}[{}] is \"{}\"; expected one of linear_attention, full_attention, mlp, moe (or mamba, attention)",
-               list_key, i, clip_for_message(words[i], 40));
+        f.fail(
+            "{}[{}] is \"{}\"; expected one of linear_attention, full_attention, mlp, moe (or mamba, "
+            "attention)",
+            list_key, i, clip_for_message(words[i], 40));
       from_list->push_back(*k);
     }
     check_layer_count(f, list_key, from_list->size());
@@ -98,8 +105,8 @@ std::vector<LayerKind> nemotron_layers(const ConfigFields& f) {
     for (size_t i = 0; i < pattern.size(); ++i) {
       std::optional<LayerKind> k = nemotron_char(pattern[i]);
       if (!k)
-        f.fail("hybrid_override_pattern[{}] is '{}'; expected M (Mamba2), * (attention), - (MLP) or E (MoE)", i,
-               clip_for_message(pattern.substr(i, 1)));
+        f.fail("hybrid_override_pattern[{}] is '{}'; expected M (Mamba2), * (attention), - (MLP) or E (MoE)",
+               i, clip_for_message(pattern.substr(i, 1)));
       from_pattern->push_back(*k);
     }
     check_layer_count(f, "hybrid_override_pattern", from_pattern->size());
@@ -125,9 +132,11 @@ void parse_nemotron_h(const ConfigFields& f, ModelConfig& cfg) {
   for (LayerKind k : nemotron_layers(f)) cfg.layers.push_back(LayerSpec{k, std::nullopt});
 
   // Older NVIDIA files spell head_dim attention_head_dim.
-  if (cfg.has(LayerKind::attention)) read_attention(f, 8, f.pick({"head_dim", "attention_head_dim"}), 128, cfg.attention);
+  if (cfg.has(LayerKind::attention))
+    read_attention(f, 8, f.pick({"head_dim", "attention_head_dim"}), 128, cfg.attention);
   if (cfg.has(LayerKind::mamba2)) {
-    // The mamba_* spellings are transformers' backward-compatible names; like transformers, they win when present.
+    // The mamba_* spellings are transformers' backward-compatible names; like transformers, they win when
+    // present.
     Mamba2Config& m = cfg.mamba2;
     m.num_heads = f.size("mamba_num_heads");
     m.head_dim = f.size("mamba_head_dim");
@@ -150,7 +159,8 @@ void parse_nemotron_h(const ConfigFields& f, ModelConfig& cfg) {
         hi = json_number((*lim)[1]);
       }
       if (!lo || !hi || std::isnan(*lo) || std::isnan(*hi) || *lo > *hi || *lo < 0)
-        f.fail("'{}' must be [min, max] with 0 ≤ min ≤ max, got {}", limit_key, clip_for_message(lim->dump(), 80));
+        f.fail("'{}' must be [min, max] with 0 ≤ min ≤ max, got {}", limit_key,
+               clip_for_message(lim->dump(), 80));
       m.time_step_limit = {*lo, *hi};
     }
     if (m.num_heads % m.n_groups != 0)
@@ -176,7 +186,8 @@ void parse_nemotron_h(const ConfigFields& f, ModelConfig& cfg) {
     e.hidden_act = cfg.mlp.hidden_act;
     if (e.num_experts_per_tok > e.num_experts)
       f.fail("num_experts_per_tok {} exceeds n_routed_experts {}", e.num_experts_per_tok, e.num_experts);
-    if (e.num_experts % e.n_group != 0) f.fail("n_routed_experts {} is not a multiple of n_group {}", e.num_experts, e.n_group);
+    if (e.num_experts % e.n_group != 0)
+      f.fail("n_routed_experts {} is not a multiple of n_group {}", e.num_experts, e.n_group);
     if (e.topk_group > e.n_group) f.fail("topk_group {} exceeds n_group {}", e.topk_group, e.n_group);
   }
 }
@@ -197,9 +208,13 @@ void parse_qwen3_5(const ConfigFields& f, const ConfigFields& top, bool moe, Mod
     std::vector<std::string> words = string_list(f, "layer_types");
     for (size_t i = 0; i < words.size(); ++i) {
       const std::string& w = words[i];
-      if (w == "linear_attention" || w == "linear") cfg.layers.push_back({LayerKind::gated_deltanet, ffn});
-      else if (w == "full_attention" || w == "attention" || w == "full") cfg.layers.push_back({LayerKind::attention, ffn});
-      else f.fail("layer_types[{}] is \"{}\"; expected linear_attention or full_attention", i, clip_for_message(w, 40));
+      if (w == "linear_attention" || w == "linear")
+        cfg.layers.push_back({LayerKind::gated_deltanet, ffn});
+      else if (w == "full_attention" || w == "attention" || w == "full")
+        cfg.layers.push_back({LayerKind::attention, ffn});
+      else
+        f.fail("layer_types[{}] is \"{}\"; expected linear_attention or full_attention", i,
+               clip_for_message(w, 40));
     }
     check_layer_count(f, "layer_types", cfg.layers.size());
   } else {
@@ -254,13 +269,15 @@ void parse_qwen3(const ConfigFields& f, ModelConfig& cfg) {
     check_layer_count(f, "layer_types", words.size());
     for (size_t i = 0; i < words.size(); ++i) {
       if (words[i] == "sliding_attention")
-        throw_error(ErrorCode::unsupported, "{}: layer_types[{}] is sliding_attention; keel has no sliding window yet",
-                    f.context(), i);
+        throw_error(ErrorCode::unsupported,
+                    "{}: layer_types[{}] is sliding_attention; keel has no sliding window yet", f.context(),
+                    i);
       if (words[i] != "full_attention" && words[i] != "attention")
         f.fail("layer_types[{}] is \"{}\"; expected full_attention", i, clip_for_message(words[i], 40));
     }
   } else if (f.flag("use_sliding_window", false) && n > f.count("max_window_layers", 28)) {
-    throw_error(ErrorCode::unsupported, "{}: use_sliding_window is true; keel has no sliding window yet", f.context());
+    throw_error(ErrorCode::unsupported, "{}: use_sliding_window is true; keel has no sliding window yet",
+                f.context());
   }
   for (int64_t i = 0; i < n; ++i) cfg.layers.push_back({LayerKind::attention, LayerKind::mlp});
   read_attention(f, 32, "head_dim", 128, cfg.attention);
@@ -281,7 +298,8 @@ void parse_llama(const ConfigFields& f, ModelConfig& cfg) {
   int64_t n = f.layer_count();
   for (int64_t i = 0; i < n; ++i) cfg.layers.push_back({LayerKind::attention, LayerKind::mlp});
   int64_t heads = f.size("num_attention_heads");
-  // transformers' validate_architecture: hidden_size must split evenly into heads; head_dim defaults to the quotient.
+  // transformers' validate_architecture: hidden_size must split evenly into heads; head_dim defaults to the
+  // quotient.
   if (cfg.hidden_size % heads != 0)
     f.fail("hidden_size {} is not a multiple of num_attention_heads {}", cfg.hidden_size, heads);
   read_attention(f, heads, "head_dim", cfg.hidden_size / heads, cfg.attention);

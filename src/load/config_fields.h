@@ -1,9 +1,9 @@
-// Internal to load/: typed reads of one config.json object whose errors name the file, the family and the field.
+// Internal to load/: typed reads of one config.json object whose errors name the file, the family and the
+// field.
 #pragma once
-#include <nlohmann/json.hpp>
-
 #include <cstdint>
 #include <initializer_list>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -15,7 +15,8 @@ namespace keel::config_detail {
 
 // Largest accepted size field: keeps every product the state spec forms checkable in int64.
 constexpr int64_t kMaxConfigSize = (int64_t{1} << 31) - 1;
-// Largest accepted layer count: far above any real model, and a bound on what a corrupt file makes keel allocate.
+// Largest accepted layer count: far above any real model, and a bound on what a corrupt file makes keel
+// allocate.
 constexpr int64_t kMaxLayers = 100000;
 
 class ConfigFields {
@@ -41,19 +42,22 @@ class ConfigFields {
   int64_t count(std::string_view key, int64_t fallback) const;
   std::optional<int64_t> optional_size(std::string_view key) const;
   std::optional<int64_t> optional_token_id(std::string_view key) const;  // a non-negative integer or null
-  std::vector<int64_t> token_ids(std::string_view key, std::vector<int64_t> fallback) const;  // an id or a list
-  double number(std::string_view key, double fallback) const;  // finite or ±inf; NaN is rejected
-  double positive(std::string_view key, double fallback) const;  // finite and > 0
+  std::vector<int64_t> token_ids(std::string_view key,
+                                 std::vector<int64_t> fallback) const;  // an id or a list
+  double number(std::string_view key, double fallback) const;           // finite or ±inf; NaN is rejected
+  double positive(std::string_view key, double fallback) const;         // finite and > 0
   bool flag(std::string_view key, bool fallback) const;
   std::string text(std::string_view key, std::string fallback) const;
 
   template <typename... Args>
   [[noreturn]] void fail(fmt::format_string<Args...> format, Args&&... args) const {
-    throw_error(ErrorCode::invalid_file, "{}: {}", context_, fmt::format(format, std::forward<Args>(args)...));
+    throw_error(ErrorCode::invalid_file, "{}: {}", context_,
+                fmt::format(format, std::forward<Args>(args)...));
   }
 
  private:
-  int64_t integer_in(std::string_view key, const nlohmann::json& v, int64_t lo, int64_t hi, const char* what) const;
+  int64_t integer_in(std::string_view key, const nlohmann::json& v, int64_t lo, int64_t hi,
+                     const char* what) const;
   const nlohmann::json& obj_;
   std::string context_;
 };

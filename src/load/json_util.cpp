@@ -11,7 +11,9 @@ namespace keel {
 
 namespace {
 
-bool is_ident_char(char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
+bool is_ident_char(char c) {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+}
 
 // Rewrites bare Infinity / -Infinity / NaN tokens outside strings; returns nullopt when there are none.
 std::optional<std::string> rewrite_python_floats(std::string_view text) {
@@ -23,8 +25,10 @@ std::optional<std::string> rewrite_python_floats(std::string_view text) {
   for (size_t i = 0; i < text.size(); ++i) {
     char c = text[i];
     if (in_string) {
-      if (c == '\\') ++i;
-      else if (c == '"') in_string = false;
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        in_string = false;
       continue;
     }
     if (c == '"') {
@@ -96,7 +100,8 @@ std::string read_text_file(const std::string& path, int64_t max_bytes) {
   in.seekg(0, std::ios::end);
   std::streamoff size = in.tellg();
   if (size < 0) throw_error(ErrorCode::invalid_file, "{}: cannot read", path);
-  if (size > max_bytes) throw_error(ErrorCode::invalid_file, "{}: {} bytes, more than the {} allowed", path, size, max_bytes);
+  if (size > max_bytes)
+    throw_error(ErrorCode::invalid_file, "{}: {} bytes, more than the {} allowed", path, size, max_bytes);
   in.seekg(0, std::ios::beg);
   std::string text(static_cast<size_t>(size), '\0');
   if (size > 0 && !in.read(text.data(), size)) throw_error(ErrorCode::invalid_file, "{}: cannot read", path);

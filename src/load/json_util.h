@@ -1,8 +1,7 @@
 // JSON helpers shared by the model-file readers (config.json, safetensors headers, shard indexes).
 #pragma once
-#include <nlohmann/json.hpp>
-
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -10,17 +9,19 @@
 namespace keel {
 
 // Parses `text` as JSON; a syntax error throws Error(invalid_file) naming `source` and the byte offset.
-// Python's json.dumps writes the bare tokens Infinity, -Infinity and NaN for non-finite floats (older config.json
-// files carry them); outside strings they are rewritten to transformers' own spelling {"__float__": "Infinity"}
-// before parsing, so json_number() reads both spellings the same.
+// Python's json.dumps writes the bare tokens Infinity, -Infinity and NaN for non-finite floats (older
+// config.json files carry them); outside strings they are rewritten to transformers' own spelling
+// {"__float__": "Infinity"} before parsing, so json_number() reads both spellings the same.
 nlohmann::json parse_json_lenient(std::string_view text, std::string_view source);
 
-// A JSON number, or transformers' tagged float {"__float__": "Infinity" | "-Infinity" | "NaN"}; nullopt otherwise.
+// A JSON number, or transformers' tagged float {"__float__": "Infinity" | "-Infinity" | "NaN"}; nullopt
+// otherwise.
 std::optional<double> json_number(const nlohmann::json& v);
 // An integer, or a float with an integral value within int64; nullopt otherwise (booleans are not integers).
 std::optional<int64_t> json_integer(const nlohmann::json& v);
 
-// The whole file as text. Throws Error(invalid_file) naming the path when it cannot be read or exceeds max_bytes.
+// The whole file as text. Throws Error(invalid_file) naming the path when it cannot be read or exceeds
+// max_bytes.
 std::string read_text_file(const std::string& path, int64_t max_bytes);
 
 // `s` shortened to at most `max_chars` characters for an error message ("abc…" when cut).

@@ -1,8 +1,7 @@
 #include "load/safetensors.h"
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
+#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "load/json_util.h"
@@ -34,9 +33,10 @@ TensorRecord parse_tensor_entry(const std::string& name, const nlohmann::json& e
   const std::string& dtype_name_st = dtype_it->get_ref<const std::string&>();
   std::optional<DType> dtype = dtype_from_safetensors(dtype_name_st);
   if (!dtype)
-    throw_error(ErrorCode::unsupported,
-                "{}: tensor '{}': dtype \"{}\" is not supported (keel reads F32, F16, BF16, I32, I64, U8, I8)", file,
-                who, clip_for_message(dtype_name_st, 40));
+    throw_error(
+        ErrorCode::unsupported,
+        "{}: tensor '{}': dtype \"{}\" is not supported (keel reads F32, F16, BF16, I32, I64, U8, I8)", file,
+        who, clip_for_message(dtype_name_st, 40));
   t.dtype = *dtype;
 
   auto shape_it = entry.find("shape");
@@ -48,42 +48,45 @@ TensorRecord parse_tensor_entry(const std::string& name, const nlohmann::json& e
     std::optional<int64_t> dim;
     if (d.is_number_integer() || d.is_number_unsigned()) dim = json_integer(d);
     if (!dim || *dim < 0)
-      throw_error(ErrorCode::invalid_file, "{}: tensor '{}': shape entry {} is not a non-negative integer", file, who,
-                  clip_for_message(d.dump(), 40));
+      throw_error(ErrorCode::invalid_file, "{}: tensor '{}': shape entry {} is not a non-negative integer",
+                  file, who, clip_for_message(d.dump(), 40));
     t.shape.push_back(*dim);
   }
   for (int64_t dim : t.shape) {
     if (__builtin_mul_overflow(t.numel, dim, &t.numel))
-      throw_error(ErrorCode::invalid_file, "{}: tensor '{}': shape {} has more elements than fit in 64 bits", file,
-                  who, clip_for_message(shape_text(t.shape), 200));
+      throw_error(ErrorCode::invalid_file, "{}: tensor '{}': shape {} has more elements than fit in 64 bits",
+                  file, who, clip_for_message(shape_text(t.shape), 200));
   }
 
   auto off_it = entry.find("data_offsets");
   if (off_it == entry.end() || !off_it->is_array() || off_it->size() != 2)
     throw_error(ErrorCode::invalid_file, "{}: tensor '{}': \"data_offsets\" must be [begin, end]", file, who);
   std::optional<int64_t> begin, end;
-  if ((*off_it)[0].is_number_integer() || (*off_it)[0].is_number_unsigned()) begin = json_integer((*off_it)[0]);
+  if ((*off_it)[0].is_number_integer() || (*off_it)[0].is_number_unsigned())
+    begin = json_integer((*off_it)[0]);
   if ((*off_it)[1].is_number_integer() || (*off_it)[1].is_number_unsigned()) end = json_integer((*off_it)[1]);
   if (!begin || !end || *begin < 0 || *end < 0)
-    throw_error(ErrorCode::invalid_file, "{}: tensor '{}': data_offsets {} are not non-negative integers", file, who,
-                clip_for_message(off_it->dump(), 80));
+    throw_error(ErrorCode::invalid_file, "{}: tensor '{}': data_offsets {} are not non-negative integers",
+                file, who, clip_for_message(off_it->dump(), 80));
   if (*end < *begin)
-    throw_error(ErrorCode::invalid_file, "{}: tensor '{}': data_offsets end {} is before begin {}", file, who, *end,
-                *begin);
+    throw_error(ErrorCode::invalid_file, "{}: tensor '{}': data_offsets end {} is before begin {}", file, who,
+                *end, *begin);
   if (*end > data_bytes)
     throw_error(ErrorCode::invalid_file,
-                "{}: tensor '{}': data_offsets [{}, {}] run past the end of the data region ({} bytes; file truncated?)",
+                "{}: tensor '{}': data_offsets [{}, {}] run past the end of the data region ({} bytes; file "
+                "truncated?)",
                 file, who, *begin, *end, data_bytes);
   std::optional<int64_t> expect = dtype_bytes(t.dtype, t.numel);
   if (!expect)
-    throw_error(ErrorCode::invalid_file, "{}: tensor '{}': {} × {} does not give a whole number of bytes in 64 bits",
-                file, who, shape_text(t.shape), dtype_name(t.dtype));
+    throw_error(ErrorCode::invalid_file,
+                "{}: tensor '{}': {} × {} does not give a whole number of bytes in 64 bits", file, who,
+                shape_text(t.shape), dtype_name(t.dtype));
   t.begin = *begin;
   t.nbytes = *end - *begin;
   if (t.nbytes != *expect)
     throw_error(ErrorCode::invalid_file,
-                "{}: tensor '{}': data_offsets [{}, {}] hold {} bytes but shape {} of {} needs {} bytes", file, who,
-                *begin, *end, t.nbytes, shape_text(t.shape), dtype_name_st, *expect);
+                "{}: tensor '{}': data_offsets [{}, {}] hold {} bytes but shape {} of {} needs {} bytes",
+                file, who, *begin, *end, t.nbytes, shape_text(t.shape), dtype_name_st, *expect);
   return t;
 }
 
@@ -91,19 +94,22 @@ TensorRecord parse_tensor_entry(const std::string& name, const nlohmann::json& e
 
 SafetensorsHeader parse_safetensors_header(const uint8_t* data, int64_t size, std::string_view file) {
   if (size < 8)
-    throw_error(ErrorCode::invalid_file, "{}: {} bytes is too short for a safetensors file (needs an 8-byte header length)",
-                file, size);
+    throw_error(ErrorCode::invalid_file,
+                "{}: {} bytes is too short for a safetensors file (needs an 8-byte header length)", file,
+                size);
   uint64_t n = 0;
   for (int i = 7; i >= 0; --i) n = (n << 8) | data[i];
   if (n < 2 || n > static_cast<uint64_t>(kMaxSafetensorsHeaderBytes))
-    throw_error(ErrorCode::invalid_file, "{}: header length {} is outside [2, {}]; not a safetensors file?", file, n,
-                kMaxSafetensorsHeaderBytes);
+    throw_error(ErrorCode::invalid_file, "{}: header length {} is outside [2, {}]; not a safetensors file?",
+                file, n, kMaxSafetensorsHeaderBytes);
   int64_t header_bytes = static_cast<int64_t>(n);
   if (header_bytes > size - 8)
-    throw_error(ErrorCode::invalid_file, "{}: header length {} runs past the end of the file ({} bytes; truncated?)",
-                file, header_bytes, size);
+    throw_error(ErrorCode::invalid_file,
+                "{}: header length {} runs past the end of the file ({} bytes; truncated?)", file,
+                header_bytes, size);
   if (data[8] != '{')
-    throw_error(ErrorCode::invalid_file, "{}: header does not start with '{{'; not a safetensors file?", file);
+    throw_error(ErrorCode::invalid_file, "{}: header does not start with '{{'; not a safetensors file?",
+                file);
 
   std::string_view text(reinterpret_cast<const char*>(data + 8), static_cast<size_t>(header_bytes));
   nlohmann::json root;
@@ -119,7 +125,8 @@ SafetensorsHeader parse_safetensors_header(const uint8_t* data, int64_t size, st
   const int64_t data_bytes = size - header.data_start;
   for (const auto& [key, value] : root.items()) {
     if (key == "__metadata__") {
-      if (!value.is_object()) throw_error(ErrorCode::invalid_file, "{}: \"__metadata__\" is not a JSON object", file);
+      if (!value.is_object())
+        throw_error(ErrorCode::invalid_file, "{}: \"__metadata__\" is not a JSON object", file);
       for (const auto& [mk, mv] : value.items()) {
         if (!mv.is_string())
           throw_error(ErrorCode::invalid_file, "{}: \"__metadata__\" value for '{}' is not a string", file,
@@ -141,8 +148,8 @@ SafetensorsHeader parse_safetensors_header(const uint8_t* data, int64_t size, st
     const TensorRecord& cur = *order[i];
     if (cur.begin < prev.begin + prev.nbytes)
       throw_error(ErrorCode::invalid_file, "{}: tensors '{}' [{}, {}) and '{}' [{}, {}) overlap", file,
-                  clip_for_message(prev.name), prev.begin, prev.begin + prev.nbytes, clip_for_message(cur.name),
-                  cur.begin, cur.begin + cur.nbytes);
+                  clip_for_message(prev.name), prev.begin, prev.begin + prev.nbytes,
+                  clip_for_message(cur.name), cur.begin, cur.begin + cur.nbytes);
   }
   return header;
 }

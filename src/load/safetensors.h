@@ -1,9 +1,10 @@
-// safetensors files: an 8-byte little-endian header length N, N bytes of JSON, then the data region. Each tensor's
-// data_offsets [begin, end) are relative to the data region's start (byte 8 + N).
+// safetensors files: an 8-byte little-endian header length N, N bytes of JSON, then the data region. Each
+// tensor's data_offsets [begin, end) are relative to the data region's start (byte 8 + N).
 // https://github.com/huggingface/safetensors (format description in its README).
 //
 // The header is validated completely before any tensor is used: every error is Error(invalid_file) (or
-// Error(unsupported) for a dtype keel does not read) naming the file and the tensor, never an out-of-bounds read.
+// Error(unsupported) for a dtype keel does not read) naming the file and the tensor, never an out-of-bounds
+// read.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -35,11 +36,11 @@ struct SafetensorsHeader {
 // Header length limit: the safetensors reference implementation refuses headers over 100 MB.
 constexpr int64_t kMaxSafetensorsHeaderBytes = 100'000'000;
 
-// Validates and parses the header of a safetensors file held in bytes [data, data + size). `file` names the file in
-// errors. Checks: the length prefix (≥ 2, ≤ the limit, inside the file); JSON object of objects; "__metadata__" of
-// strings; each tensor has exactly dtype (known), shape (non-negative integers) and data_offsets ([begin, end]
-// integers, begin ≤ end, end inside the data region, end − begin = shape × dtype bytes with overflow-checked int64
-// math); no two tensors' bytes overlap.
+// Validates and parses the header of a safetensors file held in bytes [data, data + size). `file` names the
+// file in errors. Checks: the length prefix (≥ 2, ≤ the limit, inside the file); JSON object of objects;
+// "__metadata__" of strings; each tensor has exactly dtype (known), shape (non-negative integers) and
+// data_offsets ([begin, end] integers, begin ≤ end, end inside the data region, end − begin = shape × dtype
+// bytes with overflow-checked int64 math); no two tensors' bytes overlap.
 SafetensorsHeader parse_safetensors_header(const uint8_t* data, int64_t size, std::string_view file);
 
 // A mapped, validated safetensors file. Tensor data stays in the mapping (zero-copy); move-only.

@@ -19,7 +19,8 @@ int64_t product(std::initializer_list<int64_t> factors, const char* what) {
 
 int64_t sum(int64_t a, int64_t b, const char* what) {
   int64_t s;
-  if (__builtin_add_overflow(a, b, &s)) throw_error(ErrorCode::invalid_file, "config sizes overflow 64 bits computing {}", what);
+  if (__builtin_add_overflow(a, b, &s))
+    throw_error(ErrorCode::invalid_file, "config sizes overflow 64 bits computing {}", what);
   return s;
 }
 
@@ -31,7 +32,8 @@ int64_t mamba2_ssm_state_bytes(const Mamba2Config& m, int64_t elem_bytes) {
 
 int64_t mamba2_conv_state_bytes(const Mamba2Config& m, int64_t elem_bytes) {
   const char* what = "the Mamba2 conv state";
-  int64_t channels = sum(product({m.num_heads, m.head_dim}, what), product({2, m.n_groups, m.ssm_state_size}, what), what);
+  int64_t channels =
+      sum(product({m.num_heads, m.head_dim}, what), product({2, m.n_groups, m.ssm_state_size}, what), what);
   return product({m.conv_kernel - 1, channels, elem_bytes}, what);
 }
 

@@ -1,6 +1,7 @@
-// Persistent memory per sequence, computed from the config before anything is allocated (specs/memory.md: "every
-// layer reports its persistent state bytes per token and per sequence"). The engine sizes its caches from these;
-// `keel inspect` prints them. Element sizes are parameters: fp32 (4) is keel's CPU default for both.
+// Persistent memory per sequence, computed from the config before anything is allocated (specs/memory.md:
+// "every layer reports its persistent state bytes per token and per sequence"). The engine sizes its caches
+// from these; `keel inspect` prints them. Element sizes are parameters: fp32 (4) is keel's CPU default for
+// both.
 //
 //   Mamba2 layer, per sequence:  SSM  H·P·N·e            conv (K−1)·(I + 2·G·N)·e      (I = H·P)
 //   DeltaNet layer, per sequence: S   Hv·Dk·Dv·e         conv (K−1)·(2·Hk·Dk + Hv·Dv)·e
@@ -22,7 +23,7 @@ struct LayerStateSpec {
 };
 
 struct StateSpec {
-  std::vector<LayerStateSpec> layers;   // one per decoder layer (all zeros for mlp/moe blocks)
+  std::vector<LayerStateSpec> layers;  // one per decoder layer (all zeros for mlp/moe blocks)
   int64_t recurrent_bytes_per_sequence = 0;
   int64_t conv_bytes_per_sequence = 0;
   int64_t state_bytes_per_sequence = 0;  // recurrent + conv, all layers

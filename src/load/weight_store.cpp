@@ -61,8 +61,8 @@ WeightStore WeightStore::open(const std::string& folder) {
   fs::path index_path = dir / "model.safetensors.index.json";
   if (!fs::exists(index_path, ec)) {
     if (!fs::exists(single, ec))
-      throw_error(ErrorCode::invalid_file, "{}: neither model.safetensors nor model.safetensors.index.json is there",
-                  folder);
+      throw_error(ErrorCode::invalid_file,
+                  "{}: neither model.safetensors nor model.safetensors.index.json is there", folder);
     store.add_shard(std::make_unique<SafetensorsFile>(single.string()), "model.safetensors");
     return store;
   }
@@ -82,7 +82,8 @@ WeightStore WeightStore::open(const std::string& folder) {
                   clip_for_message(tensor));
     const std::string& name = file.get_ref<const std::string&>();
     if (!is_plain_file_name(name))
-      throw_error(ErrorCode::invalid_file, "{}: weight_map entry for '{}' names '{}', not a file in the folder", label,
+      throw_error(ErrorCode::invalid_file,
+                  "{}: weight_map entry for '{}' names '{}', not a file in the folder", label,
                   clip_for_message(tensor), clip_for_message(name));
     if (shard_index.emplace(name, static_cast<int>(shard_names.size())).second) shard_names.push_back(name);
   }
@@ -90,16 +91,18 @@ WeightStore WeightStore::open(const std::string& folder) {
   for (const std::string& name : shard_names) {
     fs::path p = dir / name;
     if (!fs::exists(p, ec))
-      throw_error(ErrorCode::invalid_file, "{}: shard {} listed in model.safetensors.index.json is missing", folder,
-                  name);
+      throw_error(ErrorCode::invalid_file, "{}: shard {} listed in model.safetensors.index.json is missing",
+                  folder, name);
     store.add_shard(std::make_unique<SafetensorsFile>(p.string()), name);
   }
   for (const auto& [tensor, file] : weight_map.items()) {
     const WeightInfo* info = store.find(tensor);
     const std::string& want = file.get_ref<const std::string&>();
     if (!info)
-      throw_error(ErrorCode::invalid_file, "{}: tensor '{}' is listed in model.safetensors.index.json under {} but no "
-                  "shard holds it", folder, clip_for_message(tensor), want);
+      throw_error(ErrorCode::invalid_file,
+                  "{}: tensor '{}' is listed in model.safetensors.index.json under {} but no "
+                  "shard holds it",
+                  folder, clip_for_message(tensor), want);
     if (info->shard != shard_index.at(want))
       throw_error(ErrorCode::invalid_file, "{}: tensor '{}' is listed under {} but found in {}", folder,
                   clip_for_message(tensor), want, shard_names[info->shard]);
@@ -107,7 +110,9 @@ WeightStore WeightStore::open(const std::string& folder) {
   return store;
 }
 
-bool WeightStore::has(std::string_view name) const { return find(name) != nullptr; }
+bool WeightStore::has(std::string_view name) const {
+  return find(name) != nullptr;
+}
 
 const WeightInfo* WeightStore::find(std::string_view name) const {
   auto it = by_name_.find(std::string(name));
@@ -122,8 +127,8 @@ Tensor WeightStore::get(std::string_view name) const {
   const TensorRecord& t = *info->record;
   int ndim = static_cast<int>(t.shape.size());
   if (ndim > kMaxDims)
-    throw_error(ErrorCode::unsupported, "{}: tensor '{}' has {} dimensions; keel tensors have at most {}", folder_,
-                name, ndim, kMaxDims);
+    throw_error(ErrorCode::unsupported, "{}: tensor '{}' has {} dimensions; keel tensors have at most {}",
+                folder_, name, ndim, kMaxDims);
   // The mapping is PROT_READ; Tensor's pointer is mutable only because the type serves owned memory too.
   void* data = const_cast<uint8_t*>(shards_[info->shard]->data(t));
   return Tensor::borrow(data, t.dtype, t.shape.data(), ndim);
@@ -159,8 +164,8 @@ int64_t WeightStore::rename_prefix(std::string_view from, std::string_view to) {
     bool clash = renamed.count(new_name) > 0 ||
                  (by_name_.count(new_name) > 0 && std::string_view(new_name).substr(0, from.size()) != from);
     if (clash)
-      throw_error(ErrorCode::invalid_file, "{}: renaming '{}' to '{}' collides with an existing tensor", folder_,
-                  clip_for_message(name), clip_for_message(new_name));
+      throw_error(ErrorCode::invalid_file, "{}: renaming '{}' to '{}' collides with an existing tensor",
+                  folder_, clip_for_message(name), clip_for_message(new_name));
     renamed.emplace(std::move(new_name), by_name_.at(name));
   }
   for (const std::string& name : matching) by_name_.erase(name);

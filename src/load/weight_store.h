@@ -1,6 +1,6 @@
-// WeightStore: every tensor of a Hugging Face model folder, by name, as zero-copy views into mmap'd safetensors
-// files. A folder holds either `model.safetensors` or `model.safetensors.index.json` whose "weight_map" names the
-// shard that holds each tensor. Read-only after open(); safe to share between threads.
+// WeightStore: every tensor of a Hugging Face model folder, by name, as zero-copy views into mmap'd
+// safetensors files. A folder holds either `model.safetensors` or `model.safetensors.index.json` whose
+// "weight_map" names the shard that holds each tensor. Read-only after open(); safe to share between threads.
 #pragma once
 #include <cstdint>
 #include <initializer_list>
@@ -23,9 +23,9 @@ struct WeightInfo {
 
 class WeightStore {
  public:
-  // Opens `folder`: maps every shard and validates every header, then checks the index against the shards (every
-  // listed shard exists, every listed tensor is in the shard the index names, no tensor is in two shards).
-  // Throws Error(invalid_file) naming the folder/shard/tensor.
+  // Opens `folder`: maps every shard and validates every header, then checks the index against the shards
+  // (every listed shard exists, every listed tensor is in the shard the index names, no tensor is in two
+  // shards). Throws Error(invalid_file) naming the folder/shard/tensor.
   static WeightStore open(const std::string& folder);
   // A store over one .safetensors file (tests, single-file tools).
   static WeightStore open_file(const std::string& path);
@@ -38,8 +38,8 @@ class WeightStore {
   // nullptr when absent.
   const WeightInfo* find(std::string_view name) const;
   // A borrowed view of the tensor's bytes in the mapping; valid while the store lives. The memory is mapped
-  // read-only: writing through the view faults. Throws Error(invalid_file) naming the tensor and the folder when it
-  // is absent, Error(unsupported) when it has more than kMaxDims dimensions.
+  // read-only: writing through the view faults. Throws Error(invalid_file) naming the tensor and the folder
+  // when it is absent, Error(unsupported) when it has more than kMaxDims dimensions.
   Tensor get(std::string_view name) const;
   // As get(), and checks the shape: Error(invalid_file) "tensor X has shape [a, b], expected [c, d]".
   Tensor get(std::string_view name, std::initializer_list<int64_t> expected_shape) const;
@@ -49,8 +49,9 @@ class WeightStore {
   std::vector<std::string> names() const;
   size_t size() const { return by_name_.size(); }
   // Renames every tensor whose name starts with `from` to `to` + the rest of its name, e.g.
-  // rename_prefix("model.language_model.", "model.") for Qwen3.5 folders that hold a vision tower beside the text
-  // model. Returns how many were renamed; Error(invalid_file) if a new name collides with an existing one.
+  // rename_prefix("model.language_model.", "model.") for Qwen3.5 folders that hold a vision tower beside the
+  // text model. Returns how many were renamed; Error(invalid_file) if a new name collides with an existing
+  // one.
   int64_t rename_prefix(std::string_view from, std::string_view to);
 
   // Sum of numel over all tensors (what the safetensors headers say, every tensor counted once).

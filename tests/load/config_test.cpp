@@ -1,6 +1,6 @@
-// config.json parsing for every supported model_type and every layer-list vocabulary. Expected values are the ones
-// written in each config text below, or transformers 5.x's defaults for fields the text leaves out (quoted from
-// configuration_<model>.py beside each check).
+// config.json parsing for every supported model_type and every layer-list vocabulary. Expected values are the
+// ones written in each config text below, or transformers 5.x's defaults for fields the text leaves out
+// (quoted from configuration_<model>.py beside each check).
 #include "load/config.h"
 
 #include <gtest/gtest.h>
@@ -33,7 +33,8 @@ void expect_config_error(const std::string& text, ErrorCode code, const std::vec
   ADD_FAILURE() << "no error for: " << text;
 }
 
-// Shaped like NVIDIA-Nemotron-3-Nano-30B-A3B, as transformers 5.x writes it (layers_block_type, tagged infinity).
+// Shaped like NVIDIA-Nemotron-3-Nano-30B-A3B, as transformers 5.x writes it (layers_block_type, tagged
+// infinity).
 const char* kNemotronV5 = R"({
   "model_type": "nemotron_h", "architectures": ["NemotronHForCausalLM"],
   "vocab_size": 131072, "hidden_size": 2688, "num_hidden_layers": 6,
@@ -140,53 +141,65 @@ TEST(Config, NemotronHOlderLayersBlockTypeAndAliases) {
 }
 
 TEST(Config, NemotronHLayerListErrors) {
-  std::string base = R"("model_type": "nemotron_h", "vocab_size": 1000, "hidden_size": 64, "num_attention_heads": 4,
+  std::string base =
+      R"("model_type": "nemotron_h", "vocab_size": 1000, "hidden_size": 64, "num_attention_heads": 4,
     "mamba_num_heads": 8, "mamba_head_dim": 16, "intermediate_size": 96)";
-  expect_config_error("{" + base + R"(, "hybrid_override_pattern": "M-M*-", "num_hidden_layers": 6})",
-                      ErrorCode::invalid_file,
-                      {"DIR/config.json: nemotron_h: hybrid_override_pattern has 5 entries but num_hidden_layers is 6"});
+  expect_config_error(
+      "{" + base + R"(, "hybrid_override_pattern": "M-M*-", "num_hidden_layers": 6})",
+      ErrorCode::invalid_file,
+      {"DIR/config.json: nemotron_h: hybrid_override_pattern has 5 entries but num_hidden_layers is 6"});
   expect_config_error("{" + base + R"(, "hybrid_override_pattern": "M-X"})", ErrorCode::invalid_file,
                       {"hybrid_override_pattern[2]", "'X'"});
   expect_config_error("{" + base + R"(, "layers_block_type": ["mamba", "conv"]})", ErrorCode::invalid_file,
                       {"layers_block_type[1]", "conv"});
-  expect_config_error("{" + base + R"(, "layers_block_type": ["mamba", "mlp"], "hybrid_override_pattern": "M*"})",
-                      ErrorCode::invalid_file, {"layers_block_type and hybrid_override_pattern"});
-  expect_config_error("{" + base + "}", ErrorCode::invalid_file, {"hybrid_override_pattern", "layers_block_type"});
+  expect_config_error(
+      "{" + base + R"(, "layers_block_type": ["mamba", "mlp"], "hybrid_override_pattern": "M*"})",
+      ErrorCode::invalid_file, {"layers_block_type and hybrid_override_pattern"});
+  expect_config_error("{" + base + "}", ErrorCode::invalid_file,
+                      {"hybrid_override_pattern", "layers_block_type"});
   expect_config_error("{" + base + R"(, "hybrid_override_pattern": ""})", ErrorCode::invalid_file, {"empty"});
 }
 
 TEST(Config, MissingAndInconsistentFieldsAreNamed) {
   expect_config_error(R"({"model_type": "nemotron_h", "vocab_size": 10, "hybrid_override_pattern": "M"})",
                       ErrorCode::invalid_file, {"missing required field 'hidden_size'"});
-  expect_config_error(R"({"model_type": "nemotron_h", "vocab_size": 10, "hidden_size": 8, "hybrid_override_pattern": "M"})",
-                      ErrorCode::invalid_file, {"missing required field 'mamba_num_heads'"});
-  expect_config_error(R"({"model_type": "nemotron_h", "vocab_size": 10, "hidden_size": 8, "hybrid_override_pattern": "E",
+  expect_config_error(
+      R"({"model_type": "nemotron_h", "vocab_size": 10, "hidden_size": 8, "hybrid_override_pattern": "M"})",
+      ErrorCode::invalid_file, {"missing required field 'mamba_num_heads'"});
+  expect_config_error(
+      R"({"model_type": "nemotron_h", "vocab_size": 10, "hidden_size": 8, "hybrid_override_pattern": "E",
                           "n_routed_experts": 4, "moe_intermediate_size": 8})",
-                      ErrorCode::invalid_file, {"missing required field 'num_experts_per_tok'"});
-  expect_config_error(R"({"model_type": "nemotron_h", "vocab_size": 10, "hidden_size": 8, "hybrid_override_pattern": "M",
+      ErrorCode::invalid_file, {"missing required field 'num_experts_per_tok'"});
+  expect_config_error(
+      R"({"model_type": "nemotron_h", "vocab_size": 10, "hidden_size": 8, "hybrid_override_pattern": "M",
                           "mamba_num_heads": 6, "mamba_head_dim": 4, "n_groups": 4})",
-                      ErrorCode::invalid_file, {"mamba_num_heads 6 is not a multiple of n_groups 4"});
-  expect_config_error(R"({"model_type": "nemotron_h", "vocab_size": 10, "hidden_size": 8, "hybrid_override_pattern": "M",
+      ErrorCode::invalid_file, {"mamba_num_heads 6 is not a multiple of n_groups 4"});
+  expect_config_error(
+      R"({"model_type": "nemotron_h", "vocab_size": 10, "hidden_size": 8, "hybrid_override_pattern": "M",
                           "mamba_num_heads": 8, "mamba_head_dim": 4, "time_step_limit": [0.1]})",
-                      ErrorCode::invalid_file, {"time_step_limit"});
-  expect_config_error(R"({"model_type": "qwen3", "vocab_size": 10, "hidden_size": 4096.5, "num_hidden_layers": 2})",
-                      ErrorCode::invalid_file, {"'hidden_size' must be a positive integer, got 4096.5"});
-  expect_config_error(R"({"model_type": "qwen3", "vocab_size": true, "hidden_size": 8})", ErrorCode::invalid_file,
-                      {"'vocab_size'"});
-  expect_config_error(R"({"model_type": "qwen3", "vocab_size": 10, "hidden_size": -8})", ErrorCode::invalid_file,
-                      {"'hidden_size'", "-8"});
+      ErrorCode::invalid_file, {"time_step_limit"});
+  expect_config_error(
+      R"({"model_type": "qwen3", "vocab_size": 10, "hidden_size": 4096.5, "num_hidden_layers": 2})",
+      ErrorCode::invalid_file, {"'hidden_size' must be a positive integer, got 4096.5"});
+  expect_config_error(R"({"model_type": "qwen3", "vocab_size": true, "hidden_size": 8})",
+                      ErrorCode::invalid_file, {"'vocab_size'"});
+  expect_config_error(R"({"model_type": "qwen3", "vocab_size": 10, "hidden_size": -8})",
+                      ErrorCode::invalid_file, {"'hidden_size'", "-8"});
   expect_config_error(R"({"model_type": "qwen3", "vocab_size": 10, "hidden_size": 8, "num_hidden_layers": 2,
                           "num_attention_heads": 6, "num_key_value_heads": 4, "intermediate_size": 8})",
-                      ErrorCode::invalid_file, {"num_attention_heads 6 is not a multiple of num_key_value_heads 4"});
+                      ErrorCode::invalid_file,
+                      {"num_attention_heads 6 is not a multiple of num_key_value_heads 4"});
   expect_config_error(R"({"model_type": "qwen3", "vocab_size": 10, "hidden_size": 8, "num_hidden_layers": 2,
                           "num_attention_heads": 2, "intermediate_size": 8, "eos_token_id": [1, "x"]})",
                       ErrorCode::invalid_file, {"'eos_token_id'"});
   // A corrupt layer count must not make keel allocate billions of layers.
-  expect_config_error(R"({"model_type": "qwen3", "vocab_size": 10, "hidden_size": 8, "num_hidden_layers": 2147483647,
+  expect_config_error(
+      R"({"model_type": "qwen3", "vocab_size": 10, "hidden_size": 8, "num_hidden_layers": 2147483647,
                           "num_attention_heads": 2, "intermediate_size": 8})",
-                      ErrorCode::invalid_file, {"'num_hidden_layers'"});
+      ErrorCode::invalid_file, {"'num_hidden_layers'"});
   expect_config_error(R"({"vocab_size": 10})", ErrorCode::invalid_file, {"model_type"});
-  expect_config_error(R"({"model_type": "qwen3", )", ErrorCode::invalid_file, {"DIR/config.json", "invalid JSON"});
+  expect_config_error(R"({"model_type": "qwen3", )", ErrorCode::invalid_file,
+                      {"DIR/config.json", "invalid JSON"});
   expect_config_error(R"([1])", ErrorCode::invalid_file, {"not a JSON object"});
 }
 
@@ -237,7 +250,8 @@ TEST(Config, Qwen3_5NestedTextConfig) {
 
 TEST(Config, Qwen3_5TextFlatWithIntervalAndDefaults) {
   // A text-only folder (Qwen3_5ForCausalLM): flat settings, layers from full_attention_interval.
-  std::string text = R"({"model_type": "qwen3_5_text", "vocab_size": 512, "hidden_size": 64, "num_hidden_layers": 6,
+  std::string text =
+      R"({"model_type": "qwen3_5_text", "vocab_size": 512, "hidden_size": 64, "num_hidden_layers": 6,
     "intermediate_size": 96, "num_attention_heads": 4, "linear_num_key_heads": 2, "linear_num_value_heads": 4,
     "linear_key_head_dim": 16, "linear_value_head_dim": 8, "full_attention_interval": 3})";
   ModelConfig c = parse_model_config(text);
@@ -246,7 +260,8 @@ TEST(Config, Qwen3_5TextFlatWithIntervalAndDefaults) {
   K D = K::gated_deltanet, A = K::attention;
   EXPECT_EQ(kinds(c), (std::vector<K>{D, D, A, D, D, A}));
   // configuration_qwen3_5.py defaults: num_key_value_heads 4, head_dim 256, partial_rotary_factor 0.25,
-  // rope theta 10000 (the mixin's default_theta), linear_conv_kernel_dim 4, rms_norm_eps 1e-6, max positions 32768.
+  // rope theta 10000 (the mixin's default_theta), linear_conv_kernel_dim 4, rms_norm_eps 1e-6, max positions
+  // 32768.
   EXPECT_EQ(c.attention.num_key_value_heads, 4);
   EXPECT_EQ(c.attention.head_dim, 256);
   EXPECT_DOUBLE_EQ(c.attention.rope->partial_rotary_factor, 0.25);
@@ -284,22 +299,27 @@ TEST(Config, Qwen3_5MoeNested) {
 }
 
 TEST(Config, Qwen3_5Errors) {
-  std::string head = R"({"model_type": "qwen3_5_text", "vocab_size": 512, "hidden_size": 64, "intermediate_size": 96,
+  std::string head =
+      R"({"model_type": "qwen3_5_text", "vocab_size": 512, "hidden_size": 64, "intermediate_size": 96,
     "num_attention_heads": 4, "linear_num_key_heads": 2, "linear_num_value_heads": 4, "linear_key_head_dim": 16,
     "linear_value_head_dim": 8, )";
-  expect_config_error(head + R"("num_hidden_layers": 3, "layer_types": ["linear_attention", "full_attention"]})",
-                      ErrorCode::invalid_file, {"layer_types has 2 entries but num_hidden_layers is 3"});
-  expect_config_error(head + R"("layer_types": ["linear_attention", "sliding_attention"]})", ErrorCode::invalid_file,
-                      {"layer_types[1]", "sliding_attention"});
-  expect_config_error(R"({"model_type": "qwen3_5", "text_config": 3})", ErrorCode::invalid_file, {"text_config"});
+  expect_config_error(
+      head + R"("num_hidden_layers": 3, "layer_types": ["linear_attention", "full_attention"]})",
+      ErrorCode::invalid_file, {"layer_types has 2 entries but num_hidden_layers is 3"});
+  expect_config_error(head + R"("layer_types": ["linear_attention", "sliding_attention"]})",
+                      ErrorCode::invalid_file, {"layer_types[1]", "sliding_attention"});
+  expect_config_error(R"({"model_type": "qwen3_5", "text_config": 3})", ErrorCode::invalid_file,
+                      {"text_config"});
   expect_config_error(R"({"model_type": "qwen3_5", "text_config": {"vocab_size": 10, "hidden_size": 8,
                           "num_hidden_layers": 4, "num_attention_heads": 4, "intermediate_size": 8}})",
-                      ErrorCode::invalid_file, {"text_config", "missing required field 'linear_num_key_heads'"});
+                      ErrorCode::invalid_file,
+                      {"text_config", "missing required field 'linear_num_key_heads'"});
 }
 
 TEST(Config, Qwen3) {
   // Shaped like Qwen3-0.6B's config.json.
-  std::string text = R"({"model_type": "qwen3", "architectures": ["Qwen3ForCausalLM"], "attention_bias": false,
+  std::string text =
+      R"({"model_type": "qwen3", "architectures": ["Qwen3ForCausalLM"], "attention_bias": false,
     "bos_token_id": 151643, "eos_token_id": 151645, "head_dim": 128, "hidden_act": "silu", "hidden_size": 1024,
     "intermediate_size": 3072, "max_position_embeddings": 40960, "max_window_layers": 28, "num_attention_heads": 16,
     "num_hidden_layers": 28, "num_key_value_heads": 8, "rms_norm_eps": 1e-06, "rope_scaling": null,
@@ -328,7 +348,8 @@ TEST(Config, Qwen3) {
 
 TEST(Config, LlamaWithLlama3RopeAndDerivedHeadDim) {
   // Shaped like Llama-3.2-1B-Instruct's config.json (no head_dim: derived as hidden / heads).
-  std::string text = R"({"model_type": "llama", "bos_token_id": 128000, "eos_token_id": [128001, 128008, 128009],
+  std::string text =
+      R"({"model_type": "llama", "bos_token_id": 128000, "eos_token_id": [128001, 128008, 128009],
     "hidden_act": "silu", "hidden_size": 2048, "intermediate_size": 8192, "max_position_embeddings": 131072,
     "num_attention_heads": 32, "num_hidden_layers": 16, "num_key_value_heads": 8, "rms_norm_eps": 1e-05,
     "rope_scaling": {"factor": 32.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
@@ -365,8 +386,10 @@ TEST(Config, LlamaWithLlama3RopeAndDerivedHeadDim) {
 
 TEST(Config, InfinityInBothSpellingsReadsTheSame) {
   auto limit = [](const std::string& spelled) {
-    std::string text = R"({"model_type": "nemotron_h", "vocab_size": 10, "hidden_size": 8, "hybrid_override_pattern":
-      "M", "mamba_num_heads": 8, "mamba_head_dim": 4, "time_step_limit": )" + spelled + "}";
+    std::string text =
+        R"({"model_type": "nemotron_h", "vocab_size": 10, "hidden_size": 8, "hybrid_override_pattern":
+      "M", "mamba_num_heads": 8, "mamba_head_dim": 4, "time_step_limit": )" +
+        spelled + "}";
     return parse_model_config(text).mamba2.time_step_limit;
   };
   auto a = limit(R"([0.0, {"__float__": "Infinity"}])");
@@ -376,14 +399,16 @@ TEST(Config, InfinityInBothSpellingsReadsTheSame) {
   EXPECT_EQ(a, c);
   EXPECT_EQ(a.second, std::numeric_limits<double>::infinity());
   // -Infinity and NaN are read too, and then rejected by the range check with the field named.
-  expect_config_error(R"({"model_type": "nemotron_h", "vocab_size": 10, "hidden_size": 8, "hybrid_override_pattern":
+  expect_config_error(
+      R"({"model_type": "nemotron_h", "vocab_size": 10, "hidden_size": 8, "hybrid_override_pattern":
       "M", "mamba_num_heads": 8, "mamba_head_dim": 4, "time_step_limit": [-Infinity, NaN]})",
-                      ErrorCode::invalid_file, {"time_step_limit"});
+      ErrorCode::invalid_file, {"time_step_limit"});
 }
 
 TEST(JsonLenient, RewritesOnlyBareTokens) {
   nlohmann::json j = parse_json_lenient(
-      R"({"a": "Infinity", "b": Infinity, "c": [-Infinity, NaN], "d": "say \"NaN\" Infinity", "NaNx": 1})", "t");
+      R"({"a": "Infinity", "b": Infinity, "c": [-Infinity, NaN], "d": "say \"NaN\" Infinity", "NaNx": 1})",
+      "t");
   EXPECT_EQ(j["a"], "Infinity");
   EXPECT_EQ(json_number(j["b"]), std::numeric_limits<double>::infinity());
   EXPECT_EQ(json_number(j["c"][0]), -std::numeric_limits<double>::infinity());

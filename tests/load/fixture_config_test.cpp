@@ -1,13 +1,14 @@
-// keel's model-file reading against transformers' own, on the reference fixtures (tests/fixtures/<model>/, written
-// by tools/make_reference.py): reference.json records "config_summary" (transformers 5.x's config.to_dict() after
-// its __post_init__), the shapes of the states it computed, and parameter counts; keel must read the same.
+// keel's model-file reading against transformers' own, on the reference fixtures (tests/fixtures/<model>/,
+// written by tools/make_reference.py): reference.json records "config_summary" (transformers 5.x's
+// config.to_dict() after its __post_init__), the shapes of the states it computed, and parameter counts; keel
+// must read the same.
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "load/config.h"
 #include "load/state_spec.h"
@@ -29,12 +30,19 @@ std::vector<std::string> kinds_as_transformers_names(const ModelConfig& c) {
   for (const LayerSpec& l : c.layers) {
     switch (l.kind) {
       case LayerKind::mamba2:
-      case LayerKind::gated_deltanet: out.push_back("linear_attention"); break;
-      case LayerKind::attention: out.push_back("full_attention"); break;
-      default: out.push_back(std::string(layer_kind_name(l.kind)));
+      case LayerKind::gated_deltanet:
+        out.push_back("linear_attention");
+        break;
+      case LayerKind::attention:
+        out.push_back("full_attention");
+        break;
+      default:
+        out.push_back(std::string(layer_kind_name(l.kind)));
     }
-    if (nemotron) EXPECT_TRUE(l.kind != LayerKind::gated_deltanet);
-    else EXPECT_TRUE(l.kind != LayerKind::mamba2);
+    if (nemotron)
+      EXPECT_TRUE(l.kind != LayerKind::gated_deltanet);
+    else
+      EXPECT_TRUE(l.kind != LayerKind::mamba2);
   }
   return out;
 }
@@ -68,8 +76,10 @@ void compare(const ModelConfig& c, const nlohmann::json& s) {
     ASSERT_TRUE(c.attention.rope.has_value());
     EXPECT_EQ(c.attention.rope->type, r.value("rope_type", "default"));
     EXPECT_DOUBLE_EQ(c.attention.rope->theta, as_double(r["rope_theta"]));
-    EXPECT_DOUBLE_EQ(c.attention.rope->partial_rotary_factor, as_double(r.value("partial_rotary_factor", 1.0)));
-    EXPECT_EQ(nlohmann::json(c.attention.rope->mrope_section), r.value("mrope_section", nlohmann::json::array()));
+    EXPECT_DOUBLE_EQ(c.attention.rope->partial_rotary_factor,
+                     as_double(r.value("partial_rotary_factor", 1.0)));
+    EXPECT_EQ(nlohmann::json(c.attention.rope->mrope_section),
+              r.value("mrope_section", nlohmann::json::array()));
   }
   const GatedDeltaNetConfig& g = c.gated_deltanet;
   same("linear_num_key_heads", g.num_key_heads);
@@ -119,7 +129,8 @@ TEST(FixtureConfigs, MatchTransformersReading) {
     compare(load_model_config(entry.path().string()), meta["config_summary"]);
     ++checked;
   }
-  if (checked == 0) GTEST_SKIP() << "no reference fixtures with a config_summary under " << root.string() << " yet";
+  if (checked == 0)
+    GTEST_SKIP() << "no reference fixtures with a config_summary under " << root.string() << " yet";
 }
 
 namespace {
@@ -132,9 +143,9 @@ int64_t numel(const nlohmann::json& shape) {
 
 }  // namespace
 
-// State bytes from keel's state spec against the shapes of the states transformers produced for the same model
-// (reference.json "tensors": mamba2.ssm_state [H, P, N], mamba2.conv_state [K−1, conv_dim], deltanet.state
-// [Hv, Dk, Dv], deltanet.conv_state [K−1, 2·Hk·Dk + Hv·Dv], attn.k [L, Hkv, D]), all fp32.
+// State bytes from keel's state spec against the shapes of the states transformers produced for the same
+// model (reference.json "tensors": mamba2.ssm_state [H, P, N], mamba2.conv_state [K−1, conv_dim],
+// deltanet.state [Hv, Dk, Dv], deltanet.conv_state [K−1, 2·Hk·Dk + Hv·Dv], attn.k [L, Hkv, D]), all fp32.
 TEST(FixtureConfigs, StateSpecMatchesRecordedStateShapes) {
   fs::path root = fs::path(KEEL_SOURCE_DIR) / "tests" / "fixtures";
   int checked = 0;
@@ -154,7 +165,8 @@ TEST(FixtureConfigs, StateSpecMatchesRecordedStateShapes) {
     }
     if (t.contains("deltanet.state")) {
       EXPECT_EQ(gated_deltanet_state_bytes(c.gated_deltanet), numel(t["deltanet.state"]["shape"]) * 4);
-      EXPECT_EQ(gated_deltanet_conv_state_bytes(c.gated_deltanet), numel(t["deltanet.conv_state"]["shape"]) * 4);
+      EXPECT_EQ(gated_deltanet_conv_state_bytes(c.gated_deltanet),
+                numel(t["deltanet.conv_state"]["shape"]) * 4);
       ++checked;
     }
     if (t.contains("attn.k")) {
@@ -166,7 +178,8 @@ TEST(FixtureConfigs, StateSpecMatchesRecordedStateShapes) {
       EXPECT_EQ(c.tie_word_embeddings, meta["tied_embeddings"]);
     }
   }
-  if (checked == 0) GTEST_SKIP() << "no reference fixtures with recorded states under " << root.string() << " yet";
+  if (checked == 0)
+    GTEST_SKIP() << "no reference fixtures with recorded states under " << root.string() << " yet";
 }
 
 // The published multimodal layout holds the same text weights as qwen3_5/ under model.language_model.*: after

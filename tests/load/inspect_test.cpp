@@ -1,11 +1,12 @@
-// `keel inspect` driven in-process on folders written here (config.json text + a safetensors file whose parameter
-// count and bytes the test sums plainly), and on the reference fixtures in tests/fixtures/<model>/ when present:
-// there the oracle is the parameter count and layer kinds transformers recorded in reference.json.
+// `keel inspect` driven in-process on folders written here (config.json text + a safetensors file whose
+// parameter count and bytes the test sums plainly), and on the reference fixtures in tests/fixtures/<model>/
+// when present: there the oracle is the parameter count and layer kinds transformers recorded in
+// reference.json.
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "cli/commands.h"
@@ -45,12 +46,12 @@ void write_tiny_nemotron(const TempDir& dir) {
   std::vector<uint16_t> embed(64 * 16, 0x3f80);
   std::vector<float> a_log(4, 0.5f);
   std::vector<uint16_t> up(4 * 8 * 16, 0);
-  write_file(dir.file("model.safetensors"), SafetensorsBuilder()
-                                                .add("backbone.embeddings.weight", "BF16", {64, 16}, bytes_of(embed))
-                                                .add("backbone.layers.0.mixer.A_log", "F32", {4}, bytes_of(a_log))
-                                                .add("backbone.layers.3.mixer.experts.up_proj", "BF16", {4, 8, 16},
-                                                     bytes_of(up))
-                                                .build());
+  write_file(dir.file("model.safetensors"),
+             SafetensorsBuilder()
+                 .add("backbone.embeddings.weight", "BF16", {64, 16}, bytes_of(embed))
+                 .add("backbone.layers.0.mixer.A_log", "F32", {4}, bytes_of(a_log))
+                 .add("backbone.layers.3.mixer.experts.up_proj", "BF16", {4, 8, 16}, bytes_of(up))
+                 .build());
 }
 
 }  // namespace
@@ -81,7 +82,8 @@ TEST(Inspect, TextReport) {
   EXPECT_NE(text.find("nemotron_h"), std::string::npos) << text;
   EXPECT_NE(text.find("parameters     1540"), std::string::npos) << text;
   EXPECT_NE(text.find("3  moe"), std::string::npos) << text;
-  EXPECT_NE(text.find("state at 1024 tokens"), std::string::npos) << text;  // default: max_position_embeddings
+  EXPECT_NE(text.find("state at 1024 tokens"), std::string::npos)
+      << text;  // default: max_position_embeddings
   EXPECT_NE(text.find("--chunk 512: n/a (ops not built)"), std::string::npos) << text;
 }
 
@@ -119,7 +121,8 @@ TEST(Inspect, MatchesTheReferenceFixtures) {
         size_t plus = s.find('+');
         std::string mixer = s.substr(0, plus);
         expect.push_back(mixer == "deltanet" ? "gated_deltanet" : mixer);
-        expect_ffn.push_back(plus == std::string::npos ? nlohmann::json() : nlohmann::json(s.substr(plus + 1)));
+        expect_ffn.push_back(plus == std::string::npos ? nlohmann::json()
+                                                       : nlohmann::json(s.substr(plus + 1)));
       }
       EXPECT_EQ(r["layers"], expect);
       EXPECT_EQ(r["ffn"], expect_ffn);

@@ -1,6 +1,6 @@
-// safetensors reading: files written here by the test (its own writer, tests/load/test_files.h, and literal bytes),
-// read back through keel's views and compared with the values written; every kind of corruption must give a clear
-// error naming the file and the tensor, never a crash.
+// safetensors reading: files written here by the test (its own writer, tests/load/test_files.h, and literal
+// bytes), read back through keel's views and compared with the values written; every kind of corruption must
+// give a clear error naming the file and the tensor, never a crash.
 #include "load/safetensors.h"
 
 #include <gtest/gtest.h>
@@ -23,7 +23,8 @@ std::string expect_error(F&& f, ErrorCode code, const std::vector<std::string>& 
     f();
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), code) << e.what();
-    for (const std::string& n : needles) EXPECT_NE(std::string(e.what()).find(n), std::string::npos) << "'" << n << "' not in: " << e.what();
+    for (const std::string& n : needles)
+      EXPECT_NE(std::string(e.what()).find(n), std::string::npos) << "'" << n << "' not in: " << e.what();
     return e.what();
   }
   ADD_FAILURE() << "no error thrown";
@@ -34,7 +35,8 @@ std::string expect_error(F&& f, ErrorCode code, const std::vector<std::string>& 
 struct OneFile {
   TempDir dir;
   std::string path;
-  explicit OneFile(const std::string& bytes, const std::string& name = "model.safetensors") : path(dir.file(name)) {
+  explicit OneFile(const std::string& bytes, const std::string& name = "model.safetensors")
+      : path(dir.file(name)) {
     write_file(path, bytes);
   }
 };
@@ -139,16 +141,17 @@ TEST(Safetensors, RejectsMalformedJson) {
 TEST(Safetensors, RejectsBadDtypes) {
   expect_bad(bad_file(R"({"fp8.weight":{"dtype":"F8_E4M3","shape":[2],"data_offsets":[0,2]}})"),
              ErrorCode::unsupported, {"'fp8.weight'", "F8_E4M3"});
-  expect_bad(bad_file(R"({"w":{"dtype":"float32","shape":[2],"data_offsets":[0,8]}})"), ErrorCode::unsupported,
-             {"'w'", "float32"});
-  expect_bad(bad_file(R"({"w":{"shape":[2],"data_offsets":[0,8]}})"), ErrorCode::invalid_file, {"'w'", "dtype"});
+  expect_bad(bad_file(R"({"w":{"dtype":"float32","shape":[2],"data_offsets":[0,8]}})"),
+             ErrorCode::unsupported, {"'w'", "float32"});
+  expect_bad(bad_file(R"({"w":{"shape":[2],"data_offsets":[0,8]}})"), ErrorCode::invalid_file,
+             {"'w'", "dtype"});
   expect_bad(bad_file(R"({"w":{"dtype":3,"shape":[2],"data_offsets":[0,8]}})"), ErrorCode::invalid_file,
              {"'w'", "dtype"});
 }
 
 TEST(Safetensors, RejectsBadShapes) {
-  expect_bad(bad_file(R"({"w":{"dtype":"F32","shape":[-1,2],"data_offsets":[0,8]}})"), ErrorCode::invalid_file,
-             {"'w'", "shape entry -1"});
+  expect_bad(bad_file(R"({"w":{"dtype":"F32","shape":[-1,2],"data_offsets":[0,8]}})"),
+             ErrorCode::invalid_file, {"'w'", "shape entry -1"});
   expect_bad(bad_file(R"({"w":{"dtype":"F32","shape":[2.0],"data_offsets":[0,8]}})"), ErrorCode::invalid_file,
              {"'w'", "shape entry 2.0"});
   expect_bad(bad_file(R"({"w":{"dtype":"F32","shape":["2"],"data_offsets":[0,8]}})"), ErrorCode::invalid_file,
@@ -167,8 +170,8 @@ TEST(Safetensors, RejectsBadShapes) {
 }
 
 TEST(Safetensors, RejectsBadOffsets) {
-  expect_bad(bad_file(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,1000]}})"), ErrorCode::invalid_file,
-             {"'w'", "past the end of the data region (16 bytes"});
+  expect_bad(bad_file(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,1000]}})"),
+             ErrorCode::invalid_file, {"'w'", "past the end of the data region (16 bytes"});
   expect_bad(bad_file(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[8,0]}})"), ErrorCode::invalid_file,
              {"'w'", "end 0 is before begin 8"});
   expect_bad(bad_file(R"({"w":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})"), ErrorCode::invalid_file,
@@ -177,8 +180,10 @@ TEST(Safetensors, RejectsBadOffsets) {
              {"'w'", "[begin, end]"});
   expect_bad(bad_file(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[-8,0]}})"), ErrorCode::invalid_file,
              {"'w'", "non-negative"});
-  expect_bad(bad_file(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[18446744073709551608,18446744073709551616]}})"),
-             ErrorCode::invalid_file, {"'w'"});
+  expect_bad(
+      bad_file(
+          R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[18446744073709551608,18446744073709551616]}})"),
+      ErrorCode::invalid_file, {"'w'"});
   expect_bad(bad_file(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},
                           "b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})"),
              ErrorCode::invalid_file, {"'a'", "'b'", "overlap"});

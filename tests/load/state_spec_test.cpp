@@ -1,7 +1,7 @@
-// State bytes from configs, against the formulas in ../shared/specs/numerics.md evaluated by hand (each literal
-// below is worked out in the comment beside it), and against shapes taken from transformers' modules: Mamba2 SSM
-// state [H, P, N], conv over I + 2·G·N channels; DeltaNet state [Hv, Dk, Dv], conv over 2·Hk·Dk + Hv·Dv channels;
-// KV cache [n_kv, head_dim] per token for K and for V.
+// State bytes from configs, against the formulas in ../shared/specs/numerics.md evaluated by hand (each
+// literal below is worked out in the comment beside it), and against shapes taken from transformers' modules:
+// Mamba2 SSM state [H, P, N], conv over I + 2·G·N channels; DeltaNet state [Hv, Dk, Dv], conv over 2·Hk·Dk +
+// Hv·Dv channels; KV cache [n_kv, head_dim] per token for K and for V.
 #include "load/state_spec.h"
 
 #include <gtest/gtest.h>
@@ -15,14 +15,16 @@ TEST(StateSpec, NemotronHShapedLikeNano30B) {
   std::string pattern = "MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME";
   ASSERT_EQ(pattern.size(), 52u);
   std::string text = R"({"model_type": "nemotron_h", "vocab_size": 131072, "hidden_size": 2688,
-    "hybrid_override_pattern": ")" + pattern + R"(", "num_attention_heads": 32, "num_key_value_heads": 2,
+    "hybrid_override_pattern": ")" +
+                     pattern + R"(", "num_attention_heads": 32, "num_key_value_heads": 2,
     "head_dim": 128, "mamba_num_heads": 64, "mamba_head_dim": 64, "n_groups": 8, "ssm_state_size": 128,
     "conv_kernel": 4, "n_routed_experts": 128, "num_experts_per_tok": 6, "moe_intermediate_size": 1856})";
   ModelConfig c = parse_model_config(text);
   ASSERT_EQ(c.count(LayerKind::mamba2), 23);
   ASSERT_EQ(c.count(LayerKind::attention), 6);
   StateSpec s = compute_state_spec(c);
-  // SSM: 64·64·128·4 = 2,097,152 B per layer. Conv: (4−1)·(64·64 + 2·8·128)·4 = 3·6144·4 = 73,728 B per layer.
+  // SSM: 64·64·128·4 = 2,097,152 B per layer. Conv: (4−1)·(64·64 + 2·8·128)·4 = 3·6144·4 = 73,728 B per
+  // layer.
   EXPECT_EQ(mamba2_ssm_state_bytes(c.mamba2), 2097152);
   EXPECT_EQ(mamba2_conv_state_bytes(c.mamba2), 73728);
   EXPECT_EQ(s.recurrent_bytes_per_sequence, 23 * 2097152);

@@ -1,6 +1,6 @@
-// Test helpers for tests/load: a scratch folder and a small safetensors writer that follows the format description
-// (8-byte little-endian header length, JSON header padded with spaces to 8 bytes, data region) independently of
-// keel's reader.
+// Test helpers for tests/load: a scratch folder and a small safetensors writer that follows the format
+// description (8-byte little-endian header length, JSON header padded with spaces to 8 bytes, data region)
+// independently of keel's reader.
 #pragma once
 #include <unistd.h>
 
@@ -56,16 +56,16 @@ inline std::string raw_safetensors(const std::string& header, const std::string&
 class SafetensorsBuilder {
  public:
   // `bytes` must hold exactly the tensor's data.
-  SafetensorsBuilder& add(const std::string& name, const std::string& dtype, const std::vector<int64_t>& shape,
-                          const std::string& bytes) {
+  SafetensorsBuilder& add(const std::string& name, const std::string& dtype,
+                          const std::vector<int64_t>& shape, const std::string& bytes) {
     while (data_.size() % 8) data_.push_back('\0');
     std::string entry = "\"" + name + "\":{\"dtype\":\"" + dtype + "\",\"shape\":[";
     for (size_t i = 0; i < shape.size(); ++i) {
       if (i) entry += ",";
       entry += std::to_string(shape[i]);
     }
-    entry += "],\"data_offsets\":[" + std::to_string(data_.size()) + "," + std::to_string(data_.size() + bytes.size()) +
-             "]}";
+    entry += "],\"data_offsets\":[" + std::to_string(data_.size()) + "," +
+             std::to_string(data_.size() + bytes.size()) + "]}";
     entries_.push_back(entry);
     data_ += bytes;
     return *this;

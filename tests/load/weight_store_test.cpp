@@ -1,5 +1,5 @@
-// WeightStore over folders the test writes: single file, sharded with an index, and broken indexes. Values read
-// back are compared with the values written.
+// WeightStore over folders the test writes: single file, sharded with an index, and broken indexes. Values
+// read back are compared with the values written.
 #include "load/weight_store.h"
 
 #include <gtest/gtest.h>
@@ -27,7 +27,8 @@ void expect_error(F&& f, ErrorCode code, const std::vector<std::string>& needles
 
 std::string f32_file(const std::vector<std::pair<std::string, std::vector<float>>>& tensors) {
   SafetensorsBuilder b;
-  for (const auto& [name, values] : tensors) b.add(name, "F32", {static_cast<int64_t>(values.size())}, bytes_of(values));
+  for (const auto& [name, values] : tensors)
+    b.add(name, "F32", {static_cast<int64_t>(values.size())}, bytes_of(values));
   return b.build();
 }
 
@@ -77,13 +78,19 @@ TEST(WeightStore, ErrorsNameTheTensorTheShapeAndTheFolder) {
   WeightStore store = WeightStore::open(dir.path());
   expect_error([&] { store.get("model.layers.3.mlp.up_proj.weight"); }, ErrorCode::invalid_file,
                {"model.layers.3.mlp.up_proj.weight", dir.path()});
-  expect_error([&] { store.get("a", {3, 2}); }, ErrorCode::invalid_file, {"'a'", "shape [6], expected [3, 2]"});
+  expect_error(
+      [&] {
+        store.get("a", {3, 2});
+      },
+      ErrorCode::invalid_file, {"'a'", "shape [6], expected [3, 2]"});
 }
 
 TEST(WeightStore, RejectsAFolderWithoutWeights) {
   TempDir dir;
-  expect_error([&] { WeightStore::open(dir.path()); }, ErrorCode::invalid_file, {dir.path(), "model.safetensors"});
-  expect_error([&] { WeightStore::open(dir.file("absent")); }, ErrorCode::invalid_file, {"absent", "not a folder"});
+  expect_error([&] { WeightStore::open(dir.path()); }, ErrorCode::invalid_file,
+               {dir.path(), "model.safetensors"});
+  expect_error([&] { WeightStore::open(dir.file("absent")); }, ErrorCode::invalid_file,
+               {"absent", "not a folder"});
 }
 
 TEST(WeightStore, RejectsAMissingShard) {
@@ -97,8 +104,9 @@ TEST(WeightStore, RejectsAMissingShard) {
 TEST(WeightStore, RejectsATensorInTwoShards) {
   TempDir dir;
   write_sharded(dir, kIndex);
-  write_file(dir.file("model-00002-of-00002.safetensors"),
-             f32_file({{"model.layers.1.w", {7, 8}}, {"lm_head.weight", {9, 10, 11, 12}}, {"model.layers.0.w", {0, 0}}}));
+  write_file(dir.file("model-00002-of-00002.safetensors"), f32_file({{"model.layers.1.w", {7, 8}},
+                                                                     {"lm_head.weight", {9, 10, 11, 12}},
+                                                                     {"model.layers.0.w", {0, 0}}}));
   expect_error([&] { WeightStore::open(dir.path()); }, ErrorCode::invalid_file,
                {"'model.layers.0.w'", "two shards", "model-00001-of-00002.safetensors",
                 "model-00002-of-00002.safetensors"});
@@ -110,46 +118,50 @@ TEST(WeightStore, RejectsIndexesThatDisagreeWithTheShards) {
   write_sharded(dir, R"({"weight_map": {"model.layers.0.w": "model-00001-of-00002.safetensors",
                                         "model.layers.1.w": "model-00002-of-00002.safetensors",
                                         "model.layers.2.w": "model-00002-of-00002.safetensors"}})");
-  expect_error([&] { WeightStore::open(dir.path()); }, ErrorCode::invalid_file, {"'model.layers.2.w'", "no shard"});
+  expect_error([&] { WeightStore::open(dir.path()); }, ErrorCode::invalid_file,
+               {"'model.layers.2.w'", "no shard"});
   // The index names the wrong shard.
   write_file(dir.file("model.safetensors.index.json"),
              R"({"weight_map": {"model.layers.0.w": "model-00002-of-00002.safetensors",
                                 "model.layers.1.w": "model-00001-of-00002.safetensors"}})");
-  expect_error([&] { WeightStore::open(dir.path()); }, ErrorCode::invalid_file, {"'model.layers.0.w'", "found in"});
+  expect_error([&] { WeightStore::open(dir.path()); }, ErrorCode::invalid_file,
+               {"'model.layers.0.w'", "found in"});
   // A shard name that leaves the folder.
   write_file(dir.file("model.safetensors.index.json"), R"({"weight_map": {"x": "../model.safetensors"}})");
-  expect_error([&] { WeightStore::open(dir.path()); }, ErrorCode::invalid_file, {"'x'", "not a file in the folder"});
+  expect_error([&] { WeightStore::open(dir.path()); }, ErrorCode::invalid_file,
+               {"'x'", "not a file in the folder"});
   write_file(dir.file("model.safetensors.index.json"), R"({"metadata": {}})");
   expect_error([&] { WeightStore::open(dir.path()); }, ErrorCode::invalid_file, {"weight_map"});
   write_file(dir.file("model.safetensors.index.json"), R"({"weight_map": {"x": 3}})");
   expect_error([&] { WeightStore::open(dir.path()); }, ErrorCode::invalid_file, {"'x'"});
   write_file(dir.file("model.safetensors.index.json"), R"({"weight_map": )");
-  expect_error([&] { WeightStore::open(dir.path()); }, ErrorCode::invalid_file, {"model.safetensors.index.json", "invalid JSON"});
+  expect_error([&] { WeightStore::open(dir.path()); }, ErrorCode::invalid_file,
+               {"model.safetensors.index.json", "invalid JSON"});
 }
 
 TEST(WeightStore, CorruptShardIsNamed) {
   TempDir dir;
   write_sharded(dir, kIndex);
   write_file(dir.file("model-00002-of-00002.safetensors"), le64(1000) + "{}");
-  expect_error([&] { WeightStore::open(dir.path()); }, ErrorCode::invalid_file, {"model-00002-of-00002.safetensors"});
+  expect_error([&] { WeightStore::open(dir.path()); }, ErrorCode::invalid_file,
+               {"model-00002-of-00002.safetensors"});
 }
 
 TEST(WeightStore, RenamesAPrefixForMultimodalFolders) {
   TempDir dir;
-  write_file(dir.file("model.safetensors"),
-             f32_file({{"model.language_model.embed_tokens.weight", {1, 2}},
-                       {"model.language_model.layers.0.w", {3}},
-                       {"model.visual.patch_embed.weight", {4}},
-                       {"lm_head.weight", {5, 6}}}));
+  write_file(dir.file("model.safetensors"), f32_file({{"model.language_model.embed_tokens.weight", {1, 2}},
+                                                      {"model.language_model.layers.0.w", {3}},
+                                                      {"model.visual.patch_embed.weight", {4}},
+                                                      {"lm_head.weight", {5, 6}}}));
   WeightStore store = WeightStore::open(dir.path());
   EXPECT_EQ(store.rename_prefix("model.language_model.", "model."), 2);
-  EXPECT_EQ(store.names(), (std::vector<std::string>{"lm_head.weight", "model.embed_tokens.weight", "model.layers.0.w",
-                                                     "model.visual.patch_embed.weight"}));
+  EXPECT_EQ(store.names(), (std::vector<std::string>{"lm_head.weight", "model.embed_tokens.weight",
+                                                     "model.layers.0.w", "model.visual.patch_embed.weight"}));
   EXPECT_EQ(store.get("model.layers.0.w").ptr<float>()[0], 3.0f);
   EXPECT_FALSE(store.has("model.language_model.layers.0.w"));
   // A rename onto an existing name is refused.
-  expect_error([&] { store.rename_prefix("model.visual.patch_embed.weight", "model.layers.0.w"); }, ErrorCode::invalid_file,
-               {"collides"});
+  expect_error([&] { store.rename_prefix("model.visual.patch_embed.weight", "model.layers.0.w"); },
+               ErrorCode::invalid_file, {"collides"});
   TempDir dir2;
   write_file(dir2.file("model.safetensors"), f32_file({{"a.x", {1}}, {"b.x", {2}}}));
   WeightStore two = WeightStore::open(dir2.path());
