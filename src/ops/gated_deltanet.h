@@ -36,7 +36,7 @@ void gated_deltanet(Backend& be, const Tensor& q, const Tensor& k, const Tensor&
 
 // Bytes gated_deltanet takes from the pool, exactly: 4·2·Hv parameter floats plus, per worker
 // (min(n_threads, Hv) of them), with Ce = min(chunk_size, T) and Cp = pad16(Ce):
-//   T = 1: 2·Dk + 2·Dv floats;  T > 1: Ce·(3·Dk + Dv + Cp) + 2·Cp + max(Cp, pad16(Dk)) floats.
+//   T = 1: 2·Dk + 2·Dv floats;  T > 1: Ce·(3·Dk + Dv + Cp) + 2·Cp + max(Cp, pad16(Dk)) + Dk·Cp floats.
 // Independent of T once T ≥ chunk_size.
 int64_t gated_deltanet_workspace_bytes(int64_t T, int64_t Hv, int64_t Dk, int64_t Dv, int64_t chunk_size,
                                        int n_threads);

@@ -37,8 +37,9 @@ void ssd_scan(Backend& be, const Tensor& x, const Tensor& dt_raw, const Tensor& 
               const SsdScanParams& p);
 
 // Bytes ssd_scan takes from the pool for these shapes on `n_threads` workers, exactly. With Qe = min(Q, T):
-// 4·(3H + G·Qe·pad16(Qe) + min(n_threads, H)·3·pad16(Qe)) for T > 1 (per-group C·Bᵀ of one chunk, per-worker
-// dt/cumsum/coefficient rows), 4·3H for T = 1. Independent of T once T ≥ Q.
+// 4·(3H + G·Qe·pad16(Qe) + min(n_threads, H)·(3·pad16(Qe) + P·N)) for T > 1 (per-group C·Bᵀ of one chunk;
+// per worker dt/cumsum/coefficient rows and the state transposed), 4·3H for T = 1. Independent of T once T ≥
+// Q.
 int64_t ssd_scan_workspace_bytes(int64_t T, int64_t H, int64_t P, int64_t G, int64_t N, int64_t chunk_size,
                                  int n_threads);
 

@@ -49,7 +49,7 @@ KEEL_INLINE void decode_head(const GatedDeltaNetArgs& a, int64_t h, float* ws) {
 }
 
 // T > 1: the chunked WY form over chunks of Ce tokens. Worker scratch (Cp = pad16(Ce)): Qn, Kn, Wn [Ce, Dk],
-// U [Ce, Dv], A [Ce, Cp], γ, β [Cp], tmp [max(Cp, pad16(Dk))].
+// U [Ce, Dv], A [Ce, Cp], γ, β [Cp], tmp [max(Cp, pad16(Dk))], Kt [Dk, Cp].
 template <int W>
 KEEL_INLINE void chunked_head(const GatedDeltaNetArgs& a, int64_t h, float* ws) {
   const int64_t Dk = a.Dk, Dv = a.Dv, kh = h / (a.Hv / a.Hk);
@@ -62,6 +62,7 @@ KEEL_INLINE void chunked_head(const GatedDeltaNetArgs& a, int64_t h, float* ws) 
   float* gam = A + Ce * Cp;
   float* dec = gam + Cp;  // β, then the state-update decays
   float* tmp = dec + Cp;
+  float* Kt = tmp + std::max(Cp, pad16(Dk));  // [Dk, Cp]
   float* S = a.state + h * Dk * Dv;
   const float q_scale = 1.0f / std::sqrt(static_cast<float>(Dk));
   for (int64_t t0 = 0; t0 < a.T; t0 += Ce) {
@@ -96,31 +97,36 @@ KEEL_INLINE void chunked_head(const GatedDeltaNetArgs& a, int64_t h, float* ws) 
       add_weighted_rows<W>(Wi, Wn, Dk, tmp, i, Dk);
     }
     // V_new = U − W·S (in U).
-    for (int64_t i = 0; i < Cc; ++i) add_weighted_rows<W>(U + i * Dv, S, Dv, Wn + i * Dk, Dk, Dv);
-    // o_i = (q_i e^{γ_i})·S + Σ_{j ≤ i} (q_i·k_j) e^{γ_i − γ_j} V_new_j.
+    add_weighted_rows_multi<W>(U, Dv, Wn, Dk, Cc, S, Dv, Dk, Dv);
+    // o_i = (q_i e^{γ_i})·S + Σ_{j ≤ i} (q_i·k_j) e^{γ_i − γ_j} V_new_j. Wn's rows now hold q_i e^{γ_i}, A's
+    // first four rows the intra-chunk coefficients of four outputs (zeros right of the diagonal).
+    float* o0 = a.out + t0 * a.o_st + h * a.o_sh;
     for (int64_t i = 0; i < Cc; ++i) {
-      float* o = a.out + (t0 + i) * a.o_st + h * a.o_sh;
-      const float* qi = Qn + i * Dk;
       const float e = std::exp(gam[i]);
-      for (int64_t d = 0; d < Dk; ++d) tmp[d] = qi[d] * e;
-      std::fill_n(o, Dv, 0.0f);
-      add_weighted_rows<W>(o, S, Dv, tmp, Dk, Dv);
-      for (int64_t j = 0; j <= i; ++j) tmp[j] = gam[i] - gam[j];
-      exp_inplace_padded<W>(tmp, i + 1);
-      for (int64_t j = 0; j <= i; ++j) tmp[j] *= dot<W>(qi, Kn + j * Dk, Dk);
-      add_weighted_rows<W>(o, U, Dv, tmp, i + 1, Dv);
+      for (int64_t d = 0; d < Dk; ++d) Wn[i * Dk + d] = Qn[i * Dk + d] * e;
+      std::fill_n(o0 + i * a.o_st, Dv, 0.0f);
     }
-    // S ← e^{γ_last} S + Σ_j (k_j e^{γ_last − γ_j}) ⊗ V_new_j.
+    add_weighted_rows_multi<W>(o0, a.o_st, Wn, Dk, Cc, S, Dv, Dk, Dv);
+    for (int64_t i0 = 0; i0 < Cc; i0 += 4) {
+      const int64_t rows = std::min<int64_t>(4, Cc - i0), n = i0 + rows;
+      for (int64_t r = 0; r < rows; ++r) {
+        const int64_t i = i0 + r;
+        float* m = A + r * Cp;
+        for (int64_t j = 0; j <= i; ++j) m[j] = gam[i] - gam[j];
+        exp_inplace_padded<W>(m, i + 1);
+        for (int64_t j = 0; j <= i; ++j) m[j] *= dot<W>(Qn + i * Dk, Kn + j * Dk, Dk);
+        for (int64_t j = i + 1; j < n; ++j) m[j] = 0;
+      }
+      add_weighted_rows_multi<W>(o0 + i0 * a.o_st, a.o_st, A, Cp, rows, U, Dv, n, Dv);
+    }
+    // S ← e^{γ_last} S + Σ_j (k_j e^{γ_last − γ_j}) ⊗ V_new_j, with Kt[d][j] = k_j[d]·e^{γ_last − γ_j}.
     const float last = gam[Cc - 1];
     for (int64_t j = 0; j < Cc; ++j) dec[j] = last - gam[j];
     exp_inplace_padded<W>(dec, Cc);
-    const float decay = std::exp(last);
-    for (int64_t d = 0; d < Dk; ++d) {
-      for (int64_t j = 0; j < Cc; ++j) tmp[j] = Kn[j * Dk + d] * dec[j];
-      float* s = S + d * Dv;
-      scale<W>(s, decay, Dv);
-      add_weighted_rows<W>(s, U, Dv, tmp, Cc, Dv);
-    }
+    for (int64_t j = 0; j < Cc; ++j)
+      for (int64_t d = 0; d < Dk; ++d) Kt[d * Cp + j] = Kn[j * Dk + d] * dec[j];
+    scale<W>(S, std::exp(last), Dk * Dv);
+    add_weighted_rows_multi<W>(S, Dv, Kt, Cp, Dk, U, Dv, Cc, Dv);
   }
 }
 
@@ -154,7 +160,7 @@ HeadsFn heads_kernel(CpuIsa isa) {
 int64_t slot_floats(int64_t T, int64_t Dk, int64_t Dv, int64_t C) {
   if (T <= 1) return 2 * Dk + 2 * Dv;
   const int64_t Ce = std::min(C, T), Cp = pad16(Ce);
-  return Ce * (3 * Dk + Dv + Cp) + 2 * Cp + std::max(Cp, pad16(Dk));
+  return Ce * (3 * Dk + Dv + Cp) + 2 * Cp + std::max(Cp, pad16(Dk)) + Dk * Cp;
 }
 
 }  // namespace

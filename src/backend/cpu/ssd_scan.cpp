@@ -69,13 +69,21 @@ KEEL_INLINE void cb_rows(const Chunk& c, int64_t begin, int64_t end) {
   }
 }
 
+// Per-worker scratch of the chunked path, in floats: dt, Λ (row each), M (4 rows), Sᵀ (N·P), Xw (P rows).
+constexpr int64_t scratch_floats(int64_t row, int64_t P, int64_t N) {
+  return 6 * row + N * P + P * row;
+}
+
 template <int W>
 KEEL_INLINE void chunk_heads(const Chunk& c, int64_t h_begin, int64_t h_end, int worker) {
   const SsdScanArgs& a = *c.a;
   const int64_t heads_per_group = a.H / a.G, P = a.P, N = a.N, Qc = c.Qc, t0 = c.t0;
-  float* dt = c.scratch + worker * 3 * c.cb_row;
-  float* lam = dt + c.cb_row;
-  float* coef = lam + c.cb_row;
+  const int64_t row = c.cb_row;
+  float* dt = c.scratch + worker * scratch_floats(row, P, N);
+  float* lam = dt + row;
+  float* M = lam + row;     // [4, row]: four rows of the intra-chunk matrix CB[i,j]·e^{Λ_i − Λ_j}·dt_j
+  float* St = M + 4 * row;  // [N, P]: the carried-in state transposed, so S·C_i is a sum of rows
+  float* Xw = St + N * P;   // [P, row]: e^{Λ_last − Λ_j}·dt_j·x_j[p], the state update's coefficients
   for (int64_t h = h_begin; h < h_end; ++h) {
     const int64_t g = h / heads_per_group;
     // dt and the chunk-local inclusive cumsum Λ_i = Σ_{k ≤ i} dt_k·A (fp32, restarted every chunk).
@@ -90,32 +98,40 @@ KEEL_INLINE void chunk_heads(const Chunk& c, int64_t h_begin, int64_t h_end, int
     const float* B0 = a.B + t0 * a.B_st + g * a.B_sg;
     const float* C0 = a.C + t0 * a.C_st + g * a.C_sg;
     float* y0 = a.y + t0 * a.y_st + h * a.y_sh;
-    // y_i = e^{Λ_i}·(S·C_i) + D·x_i from the state carried in, then + Σ_{j ≤ i} CB[i,j]·e^{Λ_i −
-    // Λ_j}·dt_j·x_j.
+    // y_i = e^{Λ_i}·(S·C_i) + D·x_i from the state carried in ...
+    for (int64_t p = 0; p < P; ++p)
+      for (int64_t n = 0; n < N; ++n) St[n * P + p] = S[p * N + n];
+    for (int64_t i = 0; i < Qc; ++i) std::fill_n(y0 + i * a.y_st, P, 0.0f);
+    add_weighted_rows_multi<W>(y0, a.y_st, C0, a.C_st, Qc, St, P, N, P);
     for (int64_t i = 0; i < Qc; ++i) {
       const float e = std::exp(lam[i]);
-      const float* Ci = C0 + i * a.C_st;
       const float* xi = x0 + i * a.x_st;
       float* yi = y0 + i * a.y_st;
-      for (int64_t p = 0; p < P; ++p) yi[p] = e * dot<W>(S + p * N, Ci, N) + a.D[h] * xi[p];
-      for (int64_t j = 0; j <= i; ++j) coef[j] = lam[i] - lam[j];
-      exp_inplace_padded<W>(coef, i + 1);
-      const float* cb = c.cb + (g * Qc + i) * c.cb_row;
-      for (int64_t j = 0; j <= i; ++j) coef[j] *= cb[j] * dt[j];
-      add_weighted_rows<W>(yi, x0, a.x_st, coef, i + 1, P);
+      for (int64_t p = 0; p < P; ++p) yi[p] = e * yi[p] + a.D[h] * xi[p];
     }
-    // S ← e^{Λ_last}·S + Σ_j e^{Λ_last − Λ_j}·dt_j·(x_j ⊗ B_j); dt[] becomes those weights.
+    // ... + Σ_{j ≤ i} CB[i,j]·e^{Λ_i − Λ_j}·dt_j·x_j, four rows i at a time (zeros right of the diagonal).
+    for (int64_t i0 = 0; i0 < Qc; i0 += 4) {
+      const int64_t rows = std::min<int64_t>(4, Qc - i0), n = i0 + rows;
+      for (int64_t r = 0; r < rows; ++r) {
+        const int64_t i = i0 + r;
+        float* m = M + r * row;
+        for (int64_t j = 0; j <= i; ++j) m[j] = lam[i] - lam[j];
+        exp_inplace_padded<W>(m, i + 1);
+        const float* cb = c.cb + (g * Qc + i) * row;
+        for (int64_t j = 0; j <= i; ++j) m[j] *= cb[j] * dt[j];
+        for (int64_t j = i + 1; j < n; ++j) m[j] = 0;
+      }
+      add_weighted_rows_multi<W>(y0 + i0 * a.y_st, a.y_st, M, row, rows, x0, a.x_st, n, P);
+    }
+    // S ← e^{Λ_last}·S + Σ_j e^{Λ_last − Λ_j}·dt_j·(x_j ⊗ B_j).
     const float last = lam[Qc - 1];
     for (int64_t j = 0; j < Qc; ++j) lam[j] = last - lam[j];
     exp_inplace_padded<W>(lam, Qc);
     for (int64_t j = 0; j < Qc; ++j) dt[j] *= lam[j];
-    const float decay = std::exp(last);
-    for (int64_t p = 0; p < P; ++p) {
-      for (int64_t j = 0; j < Qc; ++j) coef[j] = dt[j] * x0[j * a.x_st + p];
-      float* s = S + p * N;
-      scale<W>(s, decay, N);
-      add_weighted_rows<W>(s, B0, a.B_st, coef, Qc, N);
-    }
+    for (int64_t j = 0; j < Qc; ++j)
+      for (int64_t p = 0; p < P; ++p) Xw[p * row + j] = dt[j] * x0[j * a.x_st + p];
+    scale<W>(S, std::exp(last), P * N);
+    add_weighted_rows_multi<W>(S, N, Xw, row, P, B0, a.B_st, Qc, N);
   }
 }
 
@@ -149,11 +165,12 @@ const Kernels& kernels_for(CpuIsa isa) {
 
 }  // namespace
 
-int64_t ssd_scan_kernel_workspace_bytes(int64_t T, int64_t H, int64_t G, int64_t Q, int n_threads) {
+int64_t ssd_scan_kernel_workspace_bytes(int64_t T, int64_t H, int64_t P, int64_t G, int64_t N, int64_t Q,
+                                        int n_threads) {
   if (T <= 1) return 0;
   const int64_t Qe = std::min(Q, T), row = pad16(Qe);
   const int64_t slots = std::min<int64_t>(std::max(n_threads, 1), H);
-  return 4 * (G * Qe * row + slots * 3 * row);
+  return 4 * (G * Qe * row + slots * scratch_floats(row, P, N));
 }
 
 void ssd_scan(CpuBackend& be, const SsdScanArgs& a) {
@@ -166,7 +183,8 @@ void ssd_scan(CpuBackend& be, const SsdScanArgs& a) {
   }
   const int64_t Qe = std::min(a.Q, a.T), row = pad16(Qe);
   const int64_t slots = std::min<int64_t>(pool.size(), a.H);
-  Tensor ws = Tensor::empty(be.pool(), DType::f32, {a.G * Qe * row + slots * 3 * row}, "ssd_scan workspace");
+  Tensor ws = Tensor::empty(be.pool(), DType::f32, {a.G * Qe * row + slots * scratch_floats(row, a.P, a.N)},
+                            "ssd_scan workspace");
   std::fill_n(ws.ptr<float>(), ws.numel(),
               0.0f);  // padded tails are read by whole-vector exp; keep them finite
   Chunk c{&a, 0, 0, ws.ptr<float>(), row, ws.ptr<float>() + a.G * Qe * row};

@@ -29,7 +29,8 @@ struct SsdScanArgs {
 };
 
 // Bytes ssd_scan below takes from the pool (the op adds its 3·H parameter floats).
-int64_t ssd_scan_kernel_workspace_bytes(int64_t T, int64_t H, int64_t G, int64_t Q, int n_threads);
+int64_t ssd_scan_kernel_workspace_bytes(int64_t T, int64_t H, int64_t P, int64_t G, int64_t N, int64_t Q,
+                                        int n_threads);
 
 void ssd_scan(CpuBackend& be, const SsdScanArgs& a);
 

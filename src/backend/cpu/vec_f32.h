@@ -164,6 +164,60 @@ KEEL_INLINE void add_weighted_rows(float* y, const float* rows, int64_t stride, 
   }
 }
 
+// The same for R ≤ 4 output rows at once: Y[r·y_st + (0, len)] += Σ_{j < n_rows} coef[r·c_st + j] ·
+// rows[j·stride
+// + (0, len)] — a small GEMM whose row loads are shared by the R outputs. Each element's arithmetic (its FMAs
+// in order j = 0, 1, …) is the one add_weighted_rows does, so results match it bit for bit.
+template <int W, int R>
+KEEL_INLINE void add_weighted_rows_block(float* Y, int64_t y_st, const float* coef, int64_t c_st,
+                                         const float* rows, int64_t stride, int64_t n_rows, int64_t len) {
+  using V = VecF<W>;
+  constexpr int CB = W == 16 ? 4 : 2;  // vectors per row in registers: R·CB accumulators
+  int64_t p = 0;
+  for (; p + CB * W <= len; p += CB * W) {
+    typename V::F acc[R][CB];
+    for (int r = 0; r < R; ++r)
+      for (int c = 0; c < CB; ++c) acc[r][c] = V::load(Y + r * y_st + p + c * W);
+    for (int64_t j = 0; j < n_rows; ++j) {
+      typename V::F x[CB];
+      for (int c = 0; c < CB; ++c) x[c] = V::load(rows + j * stride + p + c * W);
+      for (int r = 0; r < R; ++r) {
+        const float cr = coef[r * c_st + j];
+        for (int c = 0; c < CB; ++c) acc[r][c] += cr * x[c];
+      }
+    }
+    for (int r = 0; r < R; ++r)
+      for (int c = 0; c < CB; ++c) V::store(Y + r * y_st + p + c * W, acc[r][c]);
+  }
+  for (; p + W <= len; p += W) {
+    typename V::F acc[R];
+    for (int r = 0; r < R; ++r) acc[r] = V::load(Y + r * y_st + p);
+    for (int64_t j = 0; j < n_rows; ++j) {
+      const typename V::F x = V::load(rows + j * stride + p);
+      for (int r = 0; r < R; ++r) acc[r] += coef[r * c_st + j] * x;
+    }
+    for (int r = 0; r < R; ++r) V::store(Y + r * y_st + p, acc[r]);
+  }
+  for (; p < len; ++p)
+    for (int r = 0; r < R; ++r) {
+      float s = Y[r * y_st + p];
+      for (int64_t j = 0; j < n_rows; ++j) s += coef[r * c_st + j] * rows[j * stride + p];
+      Y[r * y_st + p] = s;
+    }
+}
+
+// add_weighted_rows_block over n_out output rows, four at a time.
+template <int W>
+KEEL_INLINE void add_weighted_rows_multi(float* Y, int64_t y_st, const float* coef, int64_t c_st,
+                                         int64_t n_out, const float* rows, int64_t stride, int64_t n_rows,
+                                         int64_t len) {
+  int64_t r = 0;
+  for (; r + 4 <= n_out; r += 4)
+    add_weighted_rows_block<W, 4>(Y + r * y_st, y_st, coef + r * c_st, c_st, rows, stride, n_rows, len);
+  for (; r < n_out; ++r)
+    add_weighted_rows_block<W, 1>(Y + r * y_st, y_st, coef + r * c_st, c_st, rows, stride, n_rows, len);
+}
+
 // y[0, n) *= alpha
 template <int W>
 KEEL_INLINE void scale(float* y, float alpha, int64_t n) {

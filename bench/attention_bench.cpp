@@ -1,0 +1,69 @@
+// ops::attention: prefill chunks and decode over a growing KV cache, with the workspace the pool measured.
+// Prefill: a chunk of T = 128 queries at the end of a kv_len-token prompt (offset kv_len − 128), 16 query
+// heads over 2 KV heads (qwen3_5 full attention: head_dim 256; nemotron_h-like: 128). Counters: tok/s
+// (queries), GFLOP/s (4·D·n_q per query-key pair, causal pairs only), ws_bytes (pool peak − before, measured
+// on the last iteration) and ws_planned (attention_workspace_bytes) — both must stay flat as kv_len grows 1K
+// → 16K.
+//   build-X/bench/attention_bench [--benchmark_filter=Prefill]
+#include <benchmark/benchmark.h>
+
+#include <random>
+
+#include "backend/cpu/cpu_backend.h"
+#include "core/tensor.h"
+#include "ops/attention.h"
+
+using namespace keel;
+
+namespace {
+
+Tensor random(MemoryPool& pool, std::initializer_list<int64_t> shape, std::mt19937& gen) {
+  Tensor t = Tensor::empty(pool, DType::f32, shape, "bench");
+  std::uniform_real_distribution<float> u(-1, 1);
+  for (int64_t i = 0; i < t.numel(); ++i) t.ptr<float>()[i] = u(gen);
+  return t;
+}
+
+// Args: head_dim, kv_len, T (queries per call), threads.
+void BM_Attention(benchmark::State& state) {
+  const int64_t D = state.range(0), kv_len = state.range(1), T = state.range(2), n_q = 16, n_kv = 2;
+  const int threads = static_cast<int>(state.range(3));
+  MemoryPool pool("cpu", int64_t{8} << 30);
+  CpuBackend be(pool, threads);
+  std::mt19937 gen(1);
+  Tensor k = random(pool, {kv_len, n_kv, D}, gen), v = random(pool, {kv_len, n_kv, D}, gen);
+  Tensor q = random(pool, {T, n_q, D}, gen), out = Tensor::empty(pool, DType::f32, {T, n_q, D}, "out");
+  const ops::AttentionParams p{kv_len - T, std::nullopt};
+  int64_t ws = 0;
+  for (auto _ : state) {
+    const int64_t before = pool.in_use();
+    pool.mark_peak();
+    ops::attention(be, q, k, v, out, p);
+    ws = pool.peak() - before;
+    benchmark::DoNotOptimize(out.data());
+  }
+  const double pairs = static_cast<double>(T) * (kv_len - T) + T * (T + 1) / 2.0;
+  state.counters["tok/s"] =
+      benchmark::Counter(static_cast<double>(T), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(4.0 * D * n_q * pairs * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["ws_bytes"] = static_cast<double>(ws);
+  state.counters["ws_planned"] = static_cast<double>(ops::attention_workspace_bytes(T, n_q, threads));
+  state.SetLabel(be.name());
+}
+
+}  // namespace
+
+BENCHMARK(BM_Attention)
+    ->Name("Prefill")
+    ->ArgNames({"D", "kv_len", "T", "threads"})
+    ->ArgsProduct({{128, 256}, {1024, 2048, 4096, 8192, 16384}, {128}, {1}})
+    ->Unit(benchmark::kMillisecond);
+
+BENCHMARK(BM_Attention)
+    ->Name("Decode")
+    ->ArgNames({"D", "kv_len", "T", "threads"})
+    ->ArgsProduct({{128, 256}, {1024, 16384}, {1}, {1}})
+    ->Unit(benchmark::kMillisecond);
+
+BENCHMARK_MAIN();
