@@ -13,8 +13,8 @@ namespace keel::ops {
 void matmul(Backend& be, const Tensor& x, const Tensor& w, Tensor& y);
 void matmul(Backend& be, const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y);
 
-// Bytes matmul takes from the pool: on the CPU, per-worker f32 panels of 64 weight rows when w is bf16/f16 and
-// T ≥ 8 (n_threads × 64 × round_up(in, 16) × 4 at most), else 0.
+// Bytes matmul takes from the pool: on the CPU, per-worker f32 panels of 64 weight rows when T ≥ 8
+// (min(n_threads, ⌈out/16⌉) × 64 × round_up(in, 16) × 4), else 0.
 int64_t matmul_workspace_bytes(int64_t T, int64_t in, int64_t out, DType w_dtype, int n_threads);
 
 }  // namespace keel::ops

@@ -8,7 +8,7 @@ namespace keel::cpu {
 
 namespace {
 
-bool widens_panels(int64_t T, DType w_dtype) { return w_dtype != DType::f32 && T >= kMatmulPanelMinRows; }
+bool uses_panels(int64_t T) { return T >= kMatmulPanelMinRows; }
 
 // Workers used: one per share of the output columns, each share a multiple of 16 columns where out allows.
 int64_t worker_count(int64_t out, int n_threads) {
@@ -18,8 +18,8 @@ int64_t worker_count(int64_t out, int n_threads) {
 
 }  // namespace
 
-int64_t matmul_workspace_bytes(int64_t T, int64_t in, int64_t out, DType w_dtype, int n_threads) {
-  if (!widens_panels(T, w_dtype) || out == 0) return 0;
+int64_t matmul_workspace_bytes(int64_t T, int64_t in, int64_t out, DType, int n_threads) {
+  if (!uses_panels(T) || out == 0) return 0;
   return worker_count(out, n_threads) * kMatmulPanelRows * ((in + 15) / 16 * 16) * 4;
 }
 
@@ -29,9 +29,9 @@ void matmul(CpuBackend& be, const MatmulArgs& a) {
                  : be.isa() == CpuIsa::avx2 ? matmul_cols_avx2
                                             : matmul_cols_generic;
   const int64_t workers = worker_count(a.out, be.threads()->size());
-  Tensor panels;  // [workers, kMatmulPanelRows, round_up(in, 16)] f32 when widening
+  Tensor panels;  // [workers, kMatmulPanelRows, round_up(in, 16)] f32 for prefill
   int64_t panel_floats = 0;
-  if (widens_panels(a.T, a.w_dtype)) {
+  if (uses_panels(a.T)) {
     panel_floats = kMatmulPanelRows * ((a.in + 15) / 16 * 16);
     panels = Tensor::empty(be.pool(), DType::f32, {workers, panel_floats}, "matmul weight panels");
   }

@@ -42,13 +42,16 @@ inline __attribute__((always_inline)) typename V::F load_x_tail(const float* x, 
 
 // acc[i][j] += x[i] · w[j] over elements [k0, k1): whole L-steps, then (when k1 == in is not a multiple of L)
 // one zero-padded step. k0 is a multiple of L. Splitting [0, in) at multiples of L gives the same bits as one call.
-template <class V, WKind K, int MR, int NR>
+// Packed (a widened panel): w[j] points at row j's first L floats and the rows' k-steps interleave, NR·L floats
+// apart, zero-padded past `in`; else w[j] is a plain row.
+template <class V, WKind K, int MR, int NR, bool Packed = false>
 inline __attribute__((always_inline)) void accumulate(typename V::F (&acc)[MR][NR], const float* const* x,
                                                       const char* const* w, int64_t k0, int64_t k1) {
+  constexpr int64_t ks = Packed ? NR : 1;
   const int64_t full = k1 - k1 % V::L;
   for (int64_t k = k0; k < full; k += V::L) {
     typename V::F wv[NR];
-    for (int j = 0; j < NR; ++j) wv[j] = load_w<V, K>(w[j], k);
+    for (int j = 0; j < NR; ++j) wv[j] = load_w<V, K>(w[j], k * ks);
     for (int i = 0; i < MR; ++i) {
       typename V::F xv = V::load(x[i] + k);
       for (int j = 0; j < NR; ++j) acc[i][j] = V::fma(xv, wv[j], acc[i][j]);
@@ -56,7 +59,7 @@ inline __attribute__((always_inline)) void accumulate(typename V::F (&acc)[MR][N
   }
   if (full < k1) {
     typename V::F wv[NR];
-    for (int j = 0; j < NR; ++j) wv[j] = load_w_tail<V, K>(w[j], full, k1 - full);
+    for (int j = 0; j < NR; ++j) wv[j] = Packed ? load_w<V, K>(w[j], full * ks) : load_w_tail<V, K>(w[j], full, k1 - full);
     for (int i = 0; i < MR; ++i) {
       typename V::F xv = load_x_tail<V>(x[i] + full, k1 - full);
       for (int j = 0; j < NR; ++j) acc[i][j] = V::fma(xv, wv[j], acc[i][j]);
@@ -97,37 +100,31 @@ inline __attribute__((always_inline)) void write_tile(const MatmulArgs& a, const
   }
 }
 
-// Rows [t0, t0 + rows) × weight rows [o0, o0 + cols), rows ≤ MR, cols ≤ NR. Missing rows/columns repeat the
-// last real one (their results are dropped), so every tile runs the same code and order.
+// Rows [t0, t0 + rows) × weight rows [o0, o0 + cols), rows ≤ MR, cols ≤ NR, read in place. Missing rows and
+// columns repeat the last real one (their results are dropped), so every tile runs the same code and order.
 template <class V, WKind K, int MR>
-inline __attribute__((always_inline)) void tile(const MatmulArgs& a, const char* w_base, int64_t w_row_bytes,
-                                                int64_t t0, int64_t rows, int64_t o0, int64_t w0, int64_t cols) {
+inline __attribute__((always_inline)) void tile(const MatmulArgs& a, int64_t t0, int64_t rows, int64_t o0,
+                                                int64_t cols) {
   constexpr int NR = V::NR;
   const float* xp[MR];
   const char* wp[NR];
   row_ptrs<MR>(xp, a.x, a.x_row_bytes, t0, rows);
-  row_ptrs<NR>(wp, w_base, w_row_bytes, w0, cols);
+  row_ptrs<NR>(wp, a.w, a.w_row_bytes, o0, cols);
   float out[MR][NR];
   dot_tile<V, K, MR, NR>(xp, wp, a.in, out);
   write_tile<MR, NR>(a, out, t0, rows, o0, cols);
 }
 
-// Output columns [o_begin, o_end) for every row, reading weight row o at w_base + (o − o_begin + w_first)·stride.
-// Columns outer, rows inner: NR weight rows stay in L1 while every x row passes over them.
+// Decode (few rows): output columns [o_begin, o_end) for every row, weights read in place and widened in
+// registers. Columns outer, rows inner: NR weight rows stay in L1 while every x row passes over them.
 template <class V, WKind K>
-void block(const MatmulArgs& a, const char* w_base, int64_t w_row_bytes, int64_t w_first, int64_t o_begin,
-           int64_t o_end) {
+void block(const MatmulArgs& a, int64_t o_begin, int64_t o_end) {
   for (int64_t o0 = o_begin; o0 < o_end; o0 += V::NR) {
-    int64_t cols = o_end - o0 < V::NR ? o_end - o0 : V::NR;
-    int64_t w0 = w_first + (o0 - o_begin);
-    int64_t t0 = 0;
-    for (; t0 + V::MR <= a.T; t0 += V::MR) tile<V, K, V::MR>(a, w_base, w_row_bytes, t0, V::MR, o0, w0, cols);
-    int64_t rest = a.T - t0;
-    while (rest >= 2) {
-      tile<V, K, 2>(a, w_base, w_row_bytes, t0, 2, o0, w0, cols);
-      t0 += 2, rest -= 2;
-    }
-    if (rest == 1) tile<V, K, 1>(a, w_base, w_row_bytes, t0, 1, o0, w0, cols);
+    const int64_t cols = o_end - o0 < V::NR ? o_end - o0 : V::NR;
+    int64_t t0 = 0, rest = a.T;
+    for (; rest >= V::MR; t0 += V::MR, rest -= V::MR) tile<V, K, V::MR>(a, t0, V::MR, o0, cols);
+    for (; rest >= 2; t0 += 2, rest -= 2) tile<V, K, 2>(a, t0, 2, o0, cols);
+    if (rest == 1) tile<V, K, 1>(a, t0, 1, o0, cols);
   }
 }
 
@@ -136,9 +133,9 @@ constexpr int64_t kKBlock = 512;  // x elements per k block: MR rows × 2 KiB st
 // Rows [t0, t0 + rows) (rows ≤ MR) × columns [o_begin, o_end) (at most kMatmulPanelRows), with k in blocks of
 // kKBlock: the block of x rows stays in L1 while every column group passes over it. Accumulators wait in
 // `saved` between k blocks (stored and reloaded exactly), so the order per output is dot_tile's.
-template <class V, WKind K, int MR>
-void kblocked_rows(const MatmulArgs& a, const char* w_base, int64_t w_row_bytes, int64_t w_first, int64_t o_begin,
-                   int64_t o_end, int64_t t0, int64_t rows, typename V::F* saved) {
+template <class V, int MR>
+void kblocked_rows(const MatmulArgs& a, const float* panel, int64_t in_pad, int64_t o_begin, int64_t o_end,
+                   int64_t t0, int64_t rows, typename V::F* saved) {
   constexpr int NR = V::NR;
   const float* xp[MR];
   row_ptrs<MR>(xp, a.x, a.x_row_bytes, t0, rows);
@@ -147,13 +144,13 @@ void kblocked_rows(const MatmulArgs& a, const char* w_base, int64_t w_row_bytes,
     const int64_t k1 = a.in - k0 < kKBlock ? a.in : k0 + kKBlock;
     for (int64_t g = 0; g < groups; ++g) {
       const int64_t o0 = o_begin + g * NR, cols = o_end - o0 < NR ? o_end - o0 : NR;
-      const char* wp[NR];
-      row_ptrs<NR>(wp, w_base, w_row_bytes, w_first + g * NR, cols);
+      const char* wp[NR];  // group g's block of the panel: NR rows × in_pad, k-steps interleaved
+      for (int j = 0; j < NR; ++j) wp[j] = reinterpret_cast<const char*>(panel + g * NR * in_pad + j * V::L);
       typename V::F acc[MR][NR];
       typename V::F* keep = saved + g * MR * NR;
       for (int i = 0; i < MR; ++i)
         for (int j = 0; j < NR; ++j) acc[i][j] = k0 == 0 ? V::zero() : keep[i * NR + j];
-      accumulate<V, K, MR, NR>(acc, xp, wp, k0, k1);
+      accumulate<V, WKind::f32, MR, NR, true>(acc, xp, wp, k0, k1);
       if (k1 == a.in) {
         float out[MR][NR];
         reduce<V, MR, NR>(acc, out);
@@ -166,46 +163,50 @@ void kblocked_rows(const MatmulArgs& a, const char* w_base, int64_t w_row_bytes,
   }
 }
 
-template <class V, WKind K>
-void kblocked(const MatmulArgs& a, const char* w_base, int64_t w_row_bytes, int64_t w_first, int64_t o_begin,
-              int64_t o_end) {
+template <class V>
+void kblocked(const MatmulArgs& a, const float* panel, int64_t in_pad, int64_t o_begin, int64_t o_end) {
   typename V::F saved[V::MR * ((kMatmulPanelRows + V::NR - 1) / V::NR) * V::NR];
   int64_t t0 = 0, rest = a.T;
   for (; rest >= V::MR; t0 += V::MR, rest -= V::MR)
-    kblocked_rows<V, K, V::MR>(a, w_base, w_row_bytes, w_first, o_begin, o_end, t0, V::MR, saved);
+    kblocked_rows<V, V::MR>(a, panel, in_pad, o_begin, o_end, t0, V::MR, saved);
   if (V::MR > 4 && rest >= 4) {
-    kblocked_rows<V, K, 4>(a, w_base, w_row_bytes, w_first, o_begin, o_end, t0, 4, saved);
+    kblocked_rows<V, 4>(a, panel, in_pad, o_begin, o_end, t0, 4, saved);
     t0 += 4, rest -= 4;
   }
   for (; rest >= 2; t0 += 2, rest -= 2)
-    kblocked_rows<V, K, 2>(a, w_base, w_row_bytes, w_first, o_begin, o_end, t0, 2, saved);
-  if (rest == 1) kblocked_rows<V, K, 1>(a, w_base, w_row_bytes, w_first, o_begin, o_end, t0, 1, saved);
+    kblocked_rows<V, 2>(a, panel, in_pad, o_begin, o_end, t0, 2, saved);
+  if (rest == 1) kblocked_rows<V, 1>(a, panel, in_pad, o_begin, o_end, t0, 1, saved);
 }
 
+// Prefill: the columns go a panel of kMatmulPanelRows weight rows at a time. Each panel is copied as f32
+// (widened when bf16/f16) and packed for the tile: group g of NR rows is one block of NR·in_pad floats in which
+// row j's k-step s sits at s·NR·L + j·L, zeros past `in` and in rows past the panel's end. The values and order
+// are those of the in-register path, so both paths give the same bits.
 template <class V, WKind K>
 void cols(const MatmulArgs& a, int64_t o_begin, int64_t o_end, float* panel) {
-  if (a.T < kMatmulPanelMinRows) {  // decode: stream weight rows once, widening in registers
-    block<V, K>(a, a.w, a.w_row_bytes, o_begin, o_begin, o_end);
+  if (panel == nullptr) {
+    block<V, K>(a, o_begin, o_end);
     return;
   }
+  static_assert(kMatmulPanelRows % V::NR == 0);
+  const int64_t in_pad = (a.in + 15) / 16 * 16;
+  const int64_t full = a.in - a.in % V::L;
   for (int64_t p = o_begin; p < o_end; p += kMatmulPanelRows) {
-    int64_t p_end = o_end - p < kMatmulPanelRows ? o_end : p + kMatmulPanelRows;
-    if (K == WKind::f32) {
-      kblocked<V, K>(a, a.w, a.w_row_bytes, p, p, p_end);
-      continue;
+    const int64_t p_end = o_end - p < kMatmulPanelRows ? o_end : p + kMatmulPanelRows;
+    const int64_t rows = (p_end - p + V::NR - 1) / V::NR * V::NR;
+    for (int64_t r = 0; r < rows; ++r) {
+      float* dst = panel + (r / V::NR) * V::NR * in_pad + (r % V::NR) * V::L;
+      if (p + r >= p_end) {
+        for (int64_t k = 0; k < in_pad; k += V::L) V::store(dst + k * V::NR, V::zero());
+        continue;
+      }
+      const char* row = a.w + (p + r) * a.w_row_bytes;
+      for (int64_t k = 0; k < in_pad; k += V::L) {
+        typename V::F v = k < full ? load_w<V, K>(row, k) : k < a.in ? load_w_tail<V, K>(row, k, a.in - k) : V::zero();
+        V::store(dst + k * V::NR, v);
+      }
     }
-    // Widen the panel's weight rows to f32 (rows padded to in_pad with zeros), then run them as f32 weights:
-    // the same values in the same order as the in-register path, so both give the same bits.
-    const int64_t in_pad = (a.in + 15) / 16 * 16;
-    const int64_t full = a.in - a.in % V::L;
-    for (int64_t o = p; o < p_end; ++o) {
-      const char* row = a.w + o * a.w_row_bytes;
-      float* dst = panel + (o - p) * in_pad;
-      int64_t k = 0;
-      for (; k < full; k += V::L) V::store(dst + k, load_w<V, K>(row, k));
-      for (; k < in_pad; k += V::L) V::store(dst + k, k < a.in ? load_w_tail<V, K>(row, k, a.in - k) : V::zero());
-    }
-    kblocked<V, WKind::f32>(a, reinterpret_cast<const char*>(panel), in_pad * 4, 0, p, p_end);
+    kblocked<V>(a, panel, in_pad, p, p_end);
   }
 }
 
