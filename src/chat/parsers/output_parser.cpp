@@ -115,10 +115,10 @@ bool OutputParser::step_content(bool at_end) {
   if (think_allowed) markers.push_back(kThinkOpen);
 
   if (lead_ != Lead::keep) {
-    size_t i = first_non_space(buf_);
+    size_t i = first_non_space_in_buf();
     if (i == npos) {
       if (!at_end) return false;
-      buf_.clear();  // whitespace before the end of the output or of the segment
+      drop_front(buf_.size());  // whitespace before the end of the output or of the segment
       return false;
     }
     if (lead_ == Lead::hold) {
@@ -129,13 +129,13 @@ bool OutputParser::step_content(bool at_end) {
         return true;
       }
     }
-    buf_.erase(0, i);
+    drop_front(i);
     lead_ = Lead::keep;
     return true;
   }
 
   if (think_allowed && match_at(buf_, 0, kThinkOpen) == Match::full) {
-    buf_.erase(0, kThinkOpen.size());
+    drop_front(kThinkOpen.size());
     mode_ = Mode::reasoning;
     reasoning_seen_ = true;
     reasoning_lead_ = true;
@@ -145,7 +145,7 @@ bool OutputParser::step_content(bool at_end) {
   Found found = find_first(buf_, markers);
   if (found.pos != npos) {
     emit_content(std::string_view(buf_).substr(0, found.pos));
-    buf_.erase(0, found.pos + found.marker.size());
+    drop_front(found.pos + found.marker.size());
     open_block(found.marker);
     return true;
   }
@@ -156,22 +156,22 @@ bool OutputParser::step_content(bool at_end) {
   }
   if (hold == buf_.size()) return false;
   emit_content(std::string_view(buf_).substr(0, buf_.size() - hold));
-  buf_.erase(0, buf_.size() - hold);
+  drop_front(buf_.size() - hold);
   return false;
 }
 
 bool OutputParser::step_reasoning(bool at_end) {
   if (reasoning_lead_) {
-    size_t i = first_non_space(buf_);
+    size_t i = first_non_space_in_buf();
     if (i == npos) {
-      if (at_end) buf_.clear();
+      if (at_end) drop_front(buf_.size());
       return false;
     }
-    buf_.erase(0, i);
+    drop_front(i);
     Match m = match_at(buf_, 0, kThinkOpen);  // a redundant <think> after a prompt that opened the block
     if (m == Match::partial && !at_end) return false;
     if (m == Match::full) {
-      buf_.erase(0, kThinkOpen.size());
+      drop_front(kThinkOpen.size());
       return true;
     }
     reasoning_lead_ = false;
@@ -179,29 +179,36 @@ bool OutputParser::step_reasoning(bool at_end) {
   if (buf_.empty()) return false;
   std::vector<std::string_view> ends = block_open_markers();
   ends.push_back(kThinkClose);
-  Found found = find_first(buf_, ends);
+  size_t leading = first_non_space_in_buf();  // markers start with '<': none inside leading whitespace
+  if (leading == npos && !at_end) return false;
+  Found found = find_first(buf_, ends, leading == npos ? buf_.size() : leading);
   if (found.pos != npos) {
     std::string_view text = std::string_view(buf_).substr(0, found.pos);
     emit_reasoning(text.substr(0, text.size() - trailing_space(text)));
     if (found.marker == kThinkClose) {
-      buf_.erase(0, found.pos + found.marker.size());
+      drop_front(found.pos + found.marker.size());
       enter_content(Lead::drop);
     } else {
-      buf_.erase(0, found.pos);  // the tool-call block is content: the content state opens it
+      drop_front(found.pos);  // the tool-call block is content: the content state opens it
       enter_content(Lead::keep);
     }
     return true;
   }
   if (at_end) {
     emit_reasoning(std::string_view(buf_).substr(0, buf_.size() - trailing_space(buf_)));
-    buf_.clear();
+    drop_front(buf_.size());
     return false;
   }
   size_t hold = partial_marker_suffix(buf_, ends);
-  hold += trailing_space(std::string_view(buf_).substr(0, buf_.size() - hold));
+  size_t kept = buf_.size() - hold;
+  if (leading >= kept) {  // a long whitespace run is scanned once, not on every delta
+    hold = buf_.size();
+  } else {
+    hold += trailing_space(std::string_view(buf_).substr(0, kept));
+  }
   if (hold == buf_.size()) return false;
   emit_reasoning(std::string_view(buf_).substr(0, buf_.size() - hold));
-  buf_.erase(0, buf_.size() - hold);
+  drop_front(buf_.size() - hold);
   return false;
 }
 

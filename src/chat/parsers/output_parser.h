@@ -121,7 +121,9 @@ class OutputParser {
   std::vector<std::string_view> content_markers() const;
   std::vector<std::string_view> block_open_markers() const;
   void open_block(std::string_view marker);
-  void consume(size_t n);  // moves buf_[0, n) into raw_
+  void consume(size_t n);  // moves buf_[0, n) into raw_ (until the call is announced)
+  void drop_front(size_t n);
+  size_t first_non_space_in_buf();  // index of buf_'s first non-whitespace byte, npos if none
   void pass_block_through();
   void enter_content(Lead lead);
   void begin_call(std::string name);
@@ -141,6 +143,7 @@ class OutputParser {
   bool finished_ = false;
 
   std::string buf_;  // input not yet decided
+  size_t space_prefix_ = 0;  // bytes at the start of buf_ known to be whitespace
   Mode mode_ = Mode::content;
   Lead lead_ = Lead::hold;
   bool content_started_ = false;   // content was emitted: a later <think> is plain text

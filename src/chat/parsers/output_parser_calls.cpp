@@ -55,7 +55,17 @@ void OutputParser::open_block(std::string_view marker) {
 
 void OutputParser::consume(size_t n) {
   if (!call_begun_) raw_.append(buf_, 0, n);
+  drop_front(n);
+}
+
+void OutputParser::drop_front(size_t n) {
   buf_.erase(0, n);
+  space_prefix_ = space_prefix_ > n ? space_prefix_ - n : 0;
+}
+
+size_t OutputParser::first_non_space_in_buf() {
+  while (space_prefix_ < buf_.size() && is_space(buf_[space_prefix_])) ++space_prefix_;
+  return space_prefix_ < buf_.size() ? space_prefix_ : npos;
 }
 
 void OutputParser::pass_block_through() {
@@ -96,7 +106,7 @@ void OutputParser::fail_call(std::string what) {
 }
 
 bool OutputParser::step_call_open(bool at_end) {
-  size_t i = first_non_space(buf_);
+  size_t i = first_non_space_in_buf();
   if (i == npos) {
     if (!at_end) return false;
     consume(buf_.size());
@@ -174,7 +184,7 @@ bool OutputParser::step_xml_name(bool at_end) {
 }
 
 bool OutputParser::step_xml_body(bool at_end) {
-  size_t i = first_non_space(buf_);
+  size_t i = first_non_space_in_buf();
   if (i == npos) {
     if (!at_end) return false;
     consume(buf_.size());
@@ -227,8 +237,7 @@ bool OutputParser::step_xml_param_name(bool at_end) {
     return true;
   }
   if (end > buf_.size() || end == 0) {
-    fail_call(fmt::format("malformed parameter tag '<parameter={}'",
-                          std::string_view(buf_).substr(0, std::min(buf_.size(), size_t{40}))));
+    fail_call(fmt::format("parameter {} has no name closed by '>' on its line", params_written_ + 1));
     return true;
   }
   param_name_ = buf_.substr(0, end);
@@ -283,14 +292,14 @@ bool OutputParser::step_xml_param_value(bool at_end) {
 }
 
 bool OutputParser::step_after_call(bool at_end) {
-  size_t i = first_non_space(buf_);
+  size_t i = first_non_space_in_buf();
   if (i == npos) {
-    if (at_end) buf_.clear();
+    if (at_end) drop_front(buf_.size());
     return false;
   }
   Match m = match_at(buf_, i, block_close_);
   if (m == Match::partial && !at_end) return false;
-  buf_.erase(0, m == Match::full ? i + block_close_.size() : i);
+  drop_front(m == Match::full ? i + block_close_.size() : i);
   enter_content(Lead::drop);
   return true;
 }
@@ -299,14 +308,14 @@ bool OutputParser::step_raw_block(bool at_end) {
   size_t p = buf_.find(block_close_);
   if (p != npos) {
     emit_content(std::string_view(buf_).substr(0, p + block_close_.size()));
-    buf_.erase(0, p + block_close_.size());
+    drop_front(p + block_close_.size());
     enter_content(Lead::hold);  // the block was content: whitespace after it stays unless a call or the end follows
     return true;
   }
   std::string_view close[] = {block_close_};
   size_t hold = at_end ? 0 : partial_marker_suffix(buf_, close);
   emit_content(std::string_view(buf_).substr(0, buf_.size() - hold));
-  buf_.erase(0, buf_.size() - hold);
+  drop_front(buf_.size() - hold);
   return false;
 }
 
@@ -314,12 +323,12 @@ bool OutputParser::step_skip_block(bool at_end) {
   std::string_view end = in_block_ ? block_close_ : kFunctionClose;
   size_t p = buf_.find(end);
   if (p != npos) {
-    buf_.erase(0, p + end.size());
+    drop_front(p + end.size());
     enter_content(Lead::drop);
     return true;
   }
   std::string_view ends[] = {end};
-  buf_.erase(0, buf_.size() - (at_end ? 0 : partial_marker_suffix(buf_, ends)));
+  drop_front(buf_.size() - (at_end ? 0 : partial_marker_suffix(buf_, ends)));
   return false;
 }
 
