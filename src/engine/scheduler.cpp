@@ -32,6 +32,12 @@ struct Scheduler::Sequence {
   bool cancelled() const { return request.cancelled && request.cancelled->load(); }
 };
 
+struct Scheduler::CacheEntry {
+  std::vector<int32_t> tokens;  // what the state holds
+  std::unique_ptr<SequenceState> state;
+  uint64_t last_used = 0;
+};
+
 Scheduler::Scheduler(Model& model, MemoryPool& pool, SchedulerConfig config)
     : model_(model), pool_(pool), config_(config), baseline_(pool.in_use()) {
   config_.n_slots = std::max(1, config_.n_slots);
@@ -40,6 +46,7 @@ Scheduler::Scheduler(Model& model, MemoryPool& pool, SchedulerConfig config)
 }
 
 Scheduler::~Scheduler() {
+  cache_.clear();
   for (auto& s : running_) finish(*s, FinishReason::cancelled, nullptr);
   running_.clear();
   while (!waiting_.empty()) {
@@ -110,6 +117,7 @@ void Scheduler::admit_waiting() {
   while (static_cast<int>(running_.size()) < config_.n_slots && !waiting_.empty()) {
     running_.push_back(std::move(waiting_.front()));
     waiting_.pop_front();
+    if (!running_.back()->state) cache_lookup(*running_.back());  // before any plan counts its tokens
   }
 }
 
@@ -135,6 +143,16 @@ void Scheduler::drop_cancelled() {
 std::optional<PlannedStep> Scheduler::plan_next() {
   drop_cancelled();
   admit_waiting();
+  // Memory held by the prompt cache gives way to running work: evict and plan again while the plan is cut short.
+  for (;;) {
+    bool constrained = false;
+    std::optional<PlannedStep> plan = plan_once(constrained);
+    if (!constrained || cache_.empty()) return plan;
+    cache_evict_one();
+  }
+}
+
+std::optional<PlannedStep> Scheduler::plan_once(bool& constrained) {
   PlannedStep plan;
   std::vector<StepShapeItem> shape;
   int64_t growth = 0, tokens = 0;
@@ -145,6 +163,7 @@ std::optional<PlannedStep> Scheduler::plan_next() {
     int64_t g = growth_bytes(*seq, 1);
     if (!fits(shape, growth + g)) {
       shape.pop_back();
+      constrained = true;
       continue;
     }
     growth += g;
@@ -173,6 +192,7 @@ std::optional<PlannedStep> Scheduler::plan_next() {
         (try_n(mid) ? lo : hi) = mid;
       }
       best = lo;
+      constrained = true;
       if (best > 0) ++stats_.shrunk_steps;
     }
     if (best == 0) {
@@ -199,6 +219,7 @@ bool Scheduler::step() {
   if (running_.empty() && waiting_.empty()) return false;
   // Nothing fits. Reclaim memory held elsewhere (the prompt cache); else preempt the least-advanced of several
   // sequences holding state; else the one sequence that cannot move even alone fails, with a retryable error.
+  if (cache_evict_one() > 0) return true;
   if (reclaim_ && reclaim_() > 0) return true;
   int holders = 0;
   for (auto& s : running_) holders += s->state ? 1 : 0;
@@ -275,7 +296,7 @@ void Scheduler::run_planned(const PlannedStep& plan) {
         ++i;
       }
     }
-    if (reclaim_) reclaim_();
+    if (cache_evict_one() == 0 && reclaim_) reclaim_();
   };
 
   std::vector<StepItem> items;
@@ -378,11 +399,89 @@ void Scheduler::run_planned(const PlannedStep& plan) {
     }
   }
   logits = Tensor();
+  // A prompt now fully in state, for a model whose state cannot be cut back later: keep a copy for the next turn.
+  if (config_.prompt_cache_entries > 0) {
+    for (size_t i = 0; i < seqs.size(); ++i) {
+      Sequence& s = *seqs[i];
+      bool prompt_done = items[i].n_logits > 0 && s.n_generated == 1 && s.in_state() == s.n_prompt;
+      if (!prompt_done || !s.state || model_.can_truncate_states()) continue;
+      try {
+        if (auto copy = model_.copy_state(*s.state))
+          cache_insert(std::vector<int32_t>(s.tokens.begin(), s.tokens.begin() + s.n_prompt), std::move(copy));
+      } catch (const Error& e) {
+        if (e.code() != ErrorCode::out_of_memory) throw;  // no room for a checkpoint: go on without it
+      }
+    }
+  }
   for (size_t i = 0; i < done.size(); ++i) {
     auto it = std::find_if(running_.begin(), running_.end(), [&](auto& p) { return p.get() == done[i]; });
-    finish(*done[i], reasons[i], nullptr);
+    Sequence& s = *done[i];
+    if (config_.prompt_cache_entries > 0 && s.state) {
+      int64_t n = s.in_state();
+      cache_insert(std::vector<int32_t>(s.tokens.begin(), s.tokens.begin() + n), std::move(s.state));
+    }
+    finish(s, reasons[i], nullptr);
     running_.erase(it);
   }
+  update_cache_stats();
+}
+
+void Scheduler::cache_lookup(Sequence& seq) {
+  if (cache_.empty()) return;
+  const int64_t usable = static_cast<int64_t>(seq.tokens.size()) - 1;  // at least one token must be fed
+  const int64_t capacity = capacity_for(seq.request);
+  size_t best = cache_.size();
+  int64_t best_len = 0;
+  for (size_t i = 0; i < cache_.size(); ++i) {
+    const CacheEntry& e = cache_[i];
+    if (e.state->capacity() < capacity) continue;
+    int64_t n = std::min<int64_t>(static_cast<int64_t>(e.tokens.size()), usable), k = 0;
+    while (k < n && e.tokens[static_cast<size_t>(k)] == seq.tokens[static_cast<size_t>(k)]) ++k;
+    if (k == 0 || k <= best_len) continue;
+    if (k < static_cast<int64_t>(e.tokens.size()) && !(model_.can_truncate_states() && model_.truncate_state(*e.state, k)))
+      continue;
+    if (k < static_cast<int64_t>(e.tokens.size())) cache_[i].tokens.resize(static_cast<size_t>(k));
+    best = i;
+    best_len = k;
+  }
+  if (best == cache_.size()) return;
+  seq.state = std::move(cache_[best].state);
+  seq.cached_tokens = best_len;
+  cache_.erase(cache_.begin() + static_cast<long>(best));
+  ++stats_.prompt_cache_hits;
+  stats_.prompt_cache_tokens += best_len;
+  update_cache_stats();
+}
+
+void Scheduler::cache_insert(std::vector<int32_t> tokens, std::unique_ptr<SequenceState> state) {
+  if (tokens.empty() || !state) return;
+  for (size_t i = 0; i < cache_.size(); ++i) {
+    if (cache_[i].tokens == tokens) {
+      cache_.erase(cache_.begin() + static_cast<long>(i));
+      break;
+    }
+  }
+  cache_.push_back(CacheEntry{std::move(tokens), std::move(state), ++cache_clock_});
+  while (static_cast<int>(cache_.size()) > config_.prompt_cache_entries) cache_evict_one();
+  update_cache_stats();
+}
+
+int64_t Scheduler::cache_evict_one() {
+  if (cache_.empty()) return 0;
+  auto lru = std::min_element(cache_.begin(), cache_.end(),
+                              [](const CacheEntry& a, const CacheEntry& b) { return a.last_used < b.last_used; });
+  int64_t freed = lru->state->bytes();
+  cache_.erase(lru);
+  ++stats_.prompt_cache_evictions;
+  update_cache_stats();
+  return freed;
+}
+
+void Scheduler::update_cache_stats() {
+  stats_.prompt_cache_entries = static_cast<int64_t>(cache_.size());
+  int64_t bytes = 0;
+  for (const auto& e : cache_) bytes += e.state->bytes();
+  stats_.prompt_cache_bytes = bytes;
 }
 
 }  // namespace keel

@@ -49,6 +49,11 @@ struct SchedulerStats {
   int64_t last_planned_transient = 0;
   int64_t last_measured_transient = 0;
   int64_t max_measured_over_planned_permille = 0;  // max over steps of 1000·measured/planned
+  int64_t prompt_cache_hits = 0;       // sequences that started from a cached state
+  int64_t prompt_cache_tokens = 0;     // prompt tokens those hits did not recompute
+  int64_t prompt_cache_evictions = 0;
+  int64_t prompt_cache_entries = 0;    // now
+  int64_t prompt_cache_bytes = 0;      // now: pool bytes the cache holds (part of the idle baseline)
 };
 
 class Scheduler {
@@ -68,9 +73,11 @@ class Scheduler {
   // Runs steps until every request has finished.
   void run_until_idle();
 
-  // Hook for reclaiming memory held outside the scheduler (the prompt cache): frees what it can, returns bytes freed.
+  // Hook for reclaiming memory held outside the scheduler: frees what it can, returns bytes freed. The scheduler
+  // empties its own prompt cache first.
   void set_reclaimer(std::function<int64_t()> reclaim) { reclaim_ = std::move(reclaim); }
-  // Bytes the pool held at construction (or after the last set_baseline): what it returns to when idle.
+  // Bytes the pool held at construction (or after the last set_baseline); when idle the pool holds this plus
+  // stats().prompt_cache_bytes.
   int64_t baseline() const { return baseline_; }
   void set_baseline(int64_t bytes) { baseline_ = bytes; }
 
@@ -88,11 +95,19 @@ class Scheduler {
   int64_t capacity_for(const Request& r) const;
   StepShapeItem shape_of(const Sequence& seq, int64_t n_tokens) const;
   void admit_waiting();
+  std::optional<PlannedStep> plan_once(bool& constrained);  // constrained: memory cut the plan short
   bool preempt_least_advanced(const Sequence* keep);
   void preempt(Sequence& seq);
   void finish(Sequence& seq, FinishReason reason, const Error* error);
   void run_planned(const PlannedStep& plan);
   void drop_cancelled();
+  // The prompt cache: states kept after a request ends (and, for models whose state cannot be cut back, a copy
+  // taken when a prompt is fully in state), reused by a later sequence whose tokens start with theirs.
+  struct CacheEntry;
+  void cache_lookup(Sequence& seq);
+  void cache_insert(std::vector<int32_t> tokens, std::unique_ptr<SequenceState> state);
+  int64_t cache_evict_one();  // bytes freed
+  void update_cache_stats();
 
   Model& model_;
   MemoryPool& pool_;
@@ -103,6 +118,8 @@ class Scheduler {
   std::vector<std::unique_ptr<Sequence>> running_;  // in admission order
   int64_t step_token_cap_;                          // halves after a failed step, restores after a success
   std::function<int64_t()> reclaim_;
+  std::vector<CacheEntry> cache_;
+  uint64_t cache_clock_ = 0;
   SchedulerStats stats_;
 };
 

@@ -5,6 +5,7 @@
 #pragma once
 #include <atomic>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <span>
 #include <string>
@@ -23,6 +24,8 @@ class SequenceState {
   virtual int64_t tokens() const = 0;
   // Bytes this state holds in the pool now.
   virtual int64_t bytes() const = 0;
+  // Tokens this state can hold (its KV rows); the engine reuses a cached state only for a sequence that fits.
+  virtual int64_t capacity() const { return std::numeric_limits<int64_t>::max(); }
 };
 
 // One sequence's share of a step: `tokens` continue the sequence at position state->tokens().
@@ -71,6 +74,21 @@ class Model {
   // and tokens() advances only after the last allocation of the step has succeeded).
   // False for recurrent layers updated in place: the engine then re-prefills the sequences of a failed step.
   virtual bool state_survives_failed_step() const = 0;
+
+  // For the prompt cache. A deep copy of `state` (same capacity, same tokens) from the pool; nullptr when this
+  // model cannot copy its states. Throws Error(out_of_memory) when the pool refuses.
+  virtual std::unique_ptr<SequenceState> copy_state(const SequenceState& state) {
+    (void)state;
+    return nullptr;
+  }
+  // Whether truncate_state can cut states back (attention-only models); recurrent layers cannot.
+  virtual bool can_truncate_states() const { return false; }
+  // Cuts the state back to its first `tokens` tokens (KV rows past them are forgotten). Returns false, leaving the
+  // state unchanged, when it cannot be cut (recurrent layers keep no history).
+  virtual bool truncate_state(SequenceState& state, int64_t tokens) {
+    (void)state, (void)tokens;
+    return false;
+  }
 };
 
 }  // namespace keel

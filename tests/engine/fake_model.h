@@ -43,6 +43,7 @@ class FakeState final : public SequenceState {
   }
   int64_t tokens_ = 0;
   uint64_t hash_ = 1;
+  std::vector<uint64_t> history_;  // hash after each token (lets a non-recurrent fake be cut back)
   Allocation fixed_;
   std::vector<Allocation> blocks_;
 };
@@ -72,6 +73,29 @@ class FakeModel final : public Model {
     return st;
   }
   bool state_survives_failed_step() const override { return !s_.recurrent; }
+
+  std::unique_ptr<SequenceState> copy_state(const SequenceState& from) override {
+    const auto& src = static_cast<const FakeState&>(from);
+    auto st = std::make_unique<FakeState>();
+    st->fixed_ = pool_.allocate(src.fixed_.bytes(), "fake state copy");
+    for (const auto& b : src.blocks_) st->blocks_.push_back(pool_.allocate(b.bytes(), "fake kv copy"));
+    st->tokens_ = src.tokens_;
+    st->hash_ = src.hash_;
+    st->history_ = src.history_;
+    ++copies;
+    return st;
+  }
+  bool can_truncate_states() const override { return !s_.recurrent; }
+  bool truncate_state(SequenceState& state, int64_t tokens) override {
+    auto& st = static_cast<FakeState&>(state);
+    if (tokens == st.tokens_) return true;
+    if (s_.recurrent || tokens > st.tokens_) return false;
+    st.history_.resize(static_cast<size_t>(tokens));
+    st.tokens_ = tokens;
+    st.hash_ = tokens ? st.history_.back() : 1;
+    return true;
+  }
+  int64_t copies = 0;
 
   Tensor forward(std::span<const StepItem> step) override {
     int64_t n = 0, n_logits = 0;
@@ -141,7 +165,10 @@ class FakeModel final : public Model {
   void update(std::span<const StepItem> step) {
     for (const auto& it : step) {
       auto* st = static_cast<FakeState*>(it.state);
-      for (int32_t t : it.tokens) st->hash_ = mix(st->hash_, t);
+      for (int32_t t : it.tokens) {
+        st->hash_ = mix(st->hash_, t);
+        st->history_.push_back(st->hash_);
+      }
       st->tokens_ += static_cast<int64_t>(it.tokens.size());
     }
   }

@@ -63,7 +63,7 @@ TEST(Scheduler, RunsOneRequestToTheExpectedOutput) {
   EXPECT_EQ(r.sink->finishes, 1);
   EXPECT_EQ(r.sink->reason, FinishReason::length);
   EXPECT_EQ(r.sink->tokens, FakeModel::expected_output(prompt, 10, {}, 512, 37));
-  EXPECT_EQ(pool.in_use(), 0);
+  EXPECT_EQ(pool.in_use(), s.stats().prompt_cache_bytes);
   EXPECT_EQ(s.stats().plan_exceeded, 0);
 }
 
@@ -156,7 +156,7 @@ TEST(Scheduler, CancelledRequestsEndAndFreeTheirMemory) {
   EXPECT_EQ(gone.sink->finishes, 1);
   EXPECT_TRUE(gone.sink->tokens.empty());
   EXPECT_EQ(stays.sink->tokens, FakeModel::expected_output(stays.prompt, 5, {}, 8192, 37));
-  EXPECT_EQ(pool.in_use(), 0);
+  EXPECT_EQ(pool.in_use(), s.stats().prompt_cache_bytes);
 }
 
 TEST(Scheduler, FailureAtEveryAllocationOfAShortRequest) {
@@ -188,7 +188,7 @@ TEST(Scheduler, FailureAtEveryAllocationOfAShortRequest) {
       } else {
         EXPECT_EQ(r.sink->tokens, want) << "n=" << n << " recurrent=" << recurrent;
       }
-      EXPECT_EQ(pool.in_use(), 0) << "n=" << n;
+      EXPECT_EQ(pool.in_use(), s.stats().prompt_cache_bytes) << "n=" << n;
     }
   }
 }
@@ -236,7 +236,7 @@ TEST(Scheduler, PropertiesOverRandomWorkloads) {
     while (s.step()) {
       ASSERT_LT(++steps, 200000) << "starvation: the scheduler did not finish";
     }
-    EXPECT_EQ(pool.in_use(), 0);
+    EXPECT_EQ(pool.in_use(), s.stats().prompt_cache_bytes);
     EXPECT_LE(model.max_in_use_seen, limit);
     EXPECT_EQ(s.stats().plan_exceeded, 0);
     for (auto& r : reqs) {
@@ -253,4 +253,61 @@ TEST(Scheduler, PropertiesOverRandomWorkloads) {
       EXPECT_EQ(r.sink->tokens, FakeModel::expected_output(r.prompt, r.max_new, r.stops, cfg.ctx_size, sz.vocab));
     }
   }
+}
+
+TEST(Scheduler, PromptCacheReusesTheLongestPrefix) {
+  for (bool recurrent : {true, false}) {
+    SCOPED_TRACE(recurrent ? "recurrent" : "attention-like");
+    FakeSizes sz;
+    sz.recurrent = recurrent;
+    MemoryPool pool("cpu", 1 << 24);
+    FakeModel model(pool, sz);
+    Scheduler s(model, pool, {.n_slots = 1, .ctx_size = 1024, .prefill_chunk_size = 16});
+    std::vector<int32_t> p1(100);
+    for (size_t i = 0; i < p1.size(); ++i) p1[i] = static_cast<int32_t>(i % 30);
+    Submitted a = submit(s, p1, 10);
+    s.run_until_idle();
+    ASSERT_EQ(a.sink->tokens, FakeModel::expected_output(p1, 10, {}, 1024, sz.vocab));
+    EXPECT_GE(s.stats().prompt_cache_entries, 1);
+    EXPECT_EQ(pool.in_use(), s.stats().prompt_cache_bytes);
+    // Turn 2 continues the conversation: the whole of turn 1 is a prefix.
+    std::vector<int32_t> p2 = p1;
+    p2.insert(p2.end(), a.sink->tokens.begin(), a.sink->tokens.end());
+    p2.insert(p2.end(), {7, 7, 7, 8});
+    Submitted b = submit(s, p2, 6);
+    s.run_until_idle();
+    EXPECT_FALSE(b.refused);
+    EXPECT_EQ(b.sink->reason, FinishReason::length) << finish_reason_name(b.sink->reason) << " " << b.sink->error_message;
+    EXPECT_EQ(b.sink->finishes, 1) << b.sink->error_message << finish_reason_name(b.sink->reason);
+    EXPECT_EQ(b.sink->tokens, FakeModel::expected_output(p2, 6, {}, 1024, sz.vocab));
+    EXPECT_EQ(s.stats().prompt_cache_hits, 1);
+    EXPECT_EQ(s.stats().prompt_cache_tokens, 109);  // 100 prompt + 9 of the 10 generated (the last was not fed)
+    // Turn 3 diverges inside turn 2's answer (a template that drops past reasoning does this): the prompt-end
+    // checkpoint (recurrent) or a cut-back state (attention-like) still saves the shared prefix.
+    std::vector<int32_t> p3 = p2;
+    p3.push_back(3);
+    Submitted c = submit(s, p3, 4);
+    s.run_until_idle();
+    EXPECT_EQ(c.sink->tokens, FakeModel::expected_output(p3, 4, {}, 1024, sz.vocab));
+    EXPECT_EQ(s.stats().prompt_cache_hits, 2);
+    EXPECT_EQ(s.stats().prompt_cache_tokens, 109 + static_cast<int64_t>(p2.size()));
+    EXPECT_EQ(pool.in_use(), s.stats().prompt_cache_bytes);
+  }
+}
+
+TEST(Scheduler, PromptCacheGivesWayToWork) {
+  FakeSizes sz;
+  MemoryPool pool("cpu", 40000);
+  FakeModel model(pool, sz);
+  Scheduler s(model, pool, {.n_slots = 1, .ctx_size = 400, .prefill_chunk_size = 64});
+  Submitted a = submit(s, std::vector<int32_t>(150, 1), 3);
+  s.run_until_idle();
+  int64_t cached = s.stats().prompt_cache_bytes;
+  EXPECT_GT(cached, 0);
+  // A different prompt that needs the room the cache holds.
+  Submitted b = submit(s, std::vector<int32_t>(300, 2), 3);
+  s.run_until_idle();
+  EXPECT_EQ(b.sink->tokens, FakeModel::expected_output(b.prompt, 3, {}, 400, sz.vocab));
+  EXPECT_GT(s.stats().prompt_cache_evictions, 0);
+  EXPECT_EQ(pool.in_use(), s.stats().prompt_cache_bytes);
 }
