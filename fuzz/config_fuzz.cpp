@@ -1,6 +1,8 @@
+// fuzz-libs: keel_core keel_load
+
 // libFuzzer target: config.json text → ModelConfig → state spec. keel::Error is the only acceptable failure;
 // the state spec's byte arithmetic runs on every config the parser accepts, so an unchecked overflow shows up
-// as a UBSan report. fuzz-libs: keel_core keel_load
+// as a UBSan report.
 #include <cstddef>
 #include <cstdint>
 #include <string_view>

@@ -1,7 +1,9 @@
+// fuzz-libs: keel_core keel_load
+
 // libFuzzer target: the safetensors header parser on arbitrary bytes. keel::Error is the only acceptable
 // failure; anything else (a sanitizer report, another exception type, a hang) is a bug. For every tensor the
 // parser accepts, its first and last byte are read, so a range outside the buffer shows up as an ASan report.
-// fuzz-libs: keel_core keel_load
+//
 #include <cstddef>
 #include <cstdint>
 
