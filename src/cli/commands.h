@@ -6,5 +6,7 @@
 namespace keel::cli {
 
 void add_inspect_command(CLI::App& app);
+void add_render_command(CLI::App& app);
+void add_tokenize_command(CLI::App& app);
 
 }  // namespace keel::cli

@@ -102,6 +102,11 @@ BpeModel BpeModel::from_json(const json& model, const std::string& where) {
   return m;
 }
 
+void BpeModel::clear_cache() const {
+  std::lock_guard<std::mutex> lock(cache_->mutex);
+  cache_->words.clear();
+}
+
 std::optional<TokenId> BpeModel::token_to_id(std::string_view token) const {
   auto it = vocab_.find(token);
   if (it == vocab_.end()) return std::nullopt;

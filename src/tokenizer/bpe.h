@@ -38,6 +38,8 @@ class BpeModel {
   // Appends the ids of one pre-tokenized piece. Thread-safe.
   void encode(std::string_view piece, std::vector<TokenId>& out) const;
 
+  void clear_cache() const;  // for benchmarks of the uncached path
+
   std::optional<TokenId> token_to_id(std::string_view token) const;
   const std::string* id_to_token(TokenId id) const;  // nullptr for ids the vocab does not have
   TokenId vocab_size() const { return static_cast<TokenId>(id_to_token_.size()); }  // largest id + 1

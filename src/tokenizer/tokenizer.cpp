@@ -217,6 +217,7 @@ const std::vector<AddedToken>& Tokenizer::added_tokens() const { return impl_->a
 std::optional<TokenId> Tokenizer::bos_id() const { return impl_->bos; }
 std::optional<TokenId> Tokenizer::eos_id() const { return impl_->eos; }
 std::optional<TokenId> Tokenizer::pad_id() const { return impl_->pad; }
+void Tokenizer::clear_cache() const { impl_->model.clear_cache(); }
 bool Tokenizer::decoder_has_byte_fallback() const { return impl_->decoder.has_byte_fallback(); }
 
 }  // namespace keel::tokenizer

@@ -59,6 +59,9 @@ class Tokenizer {
   std::optional<TokenId> eos_id() const;
   std::optional<TokenId> pad_id() const;
 
+  // Empties the BPE model's cache of encoded words (benchmarks of the uncached path).
+  void clear_cache() const;
+
   // True when the decoder merges runs of <0xXX> tokens (the stream decoder holds them back).
   bool decoder_has_byte_fallback() const;
 
