@@ -1,0 +1,49 @@
+// What one render may spend, so that no template (or context) can hang or exhaust the server: output and string
+// bytes, work steps, call depth and container nesting. Values charge the budget of the render running on their
+// thread (a RenderBudget installed by BudgetScope); outside a render (parsing, tests) nothing is charged.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+namespace keel::chat::jinja {
+
+struct RenderLimits {
+  size_t max_output_bytes = size_t{64} << 20;  // the rendered prompt, and any one string built on the way
+  size_t max_list_items = size_t{1} << 22;     // any one list built on the way
+  int64_t max_steps = 50'000'000;  // loop iterations + calls + items/bytes produced / 64: roughly seconds of work
+  int max_call_depth = 200;        // nested macro calls and recursive loops (jinja2 stops near Python's 1000 frames)
+};
+
+// Containers nest at most this deep (from JSON input or built by a template), which bounds every recursive walk
+// (repr, tojson, equality, destruction) well inside a thread's stack.
+inline constexpr int kMaxValueDepth = 400;
+
+class RenderBudget {
+ public:
+  explicit RenderBudget(const RenderLimits& limits) : limits_(limits) {}
+  const RenderLimits& limits() const { return limits_; }
+  void charge_steps(int64_t n);
+  void check_string(size_t bytes);  // a string of `bytes` is being built
+  void check_list(size_t items);
+  int64_t steps_used() const { return steps_; }
+
+ private:
+  RenderLimits limits_;
+  int64_t steps_ = 0;
+};
+
+RenderBudget* current_budget();
+
+// Installs `budget` for this thread for the scope's lifetime (restoring the previous one after).
+class BudgetScope {
+ public:
+  explicit BudgetScope(RenderBudget* budget);
+  ~BudgetScope();
+  BudgetScope(const BudgetScope&) = delete;
+  BudgetScope& operator=(const BudgetScope&) = delete;
+
+ private:
+  RenderBudget* previous_;
+};
+
+}  // namespace keel::chat::jinja

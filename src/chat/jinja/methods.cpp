@@ -1,0 +1,338 @@
+// The Python methods of str, dict, list and tuple values that templates call (`content.strip()`,
+// `message.get('x')`, `tool.items()`), with jinja2's ImmutableSandboxedEnvironment rule: a method that would mutate
+// the value (list.append, dict.update, ...) is an Undefined whose use raises SecurityError.
+#include <utf8proc.h>
+
+#include <algorithm>
+#include <array>
+#include <string_view>
+
+#include "chat/jinja/builtins.h"
+#include "chat/jinja/errors.h"
+#include "chat/jinja/ops.h"
+#include "chat/jinja/pystr.h"
+
+namespace keel::chat::jinja {
+namespace {
+
+using Method = Value (*)(const Value& self, CallArgs& args, std::string_view name);
+
+const std::string& str_arg(const Value& v, std::string_view method, int position) {
+  if (!v.is_string()) type_error("{}() argument {} must be str, not {}", method, position, type_name(v));
+  return v.str();
+}
+
+std::optional<int64_t> index_arg(const Value* v) {
+  if (!v || v->is_none()) return std::nullopt;
+  if (v->is_int() || v->is_bool()) return v->int_value();
+  type_error("slice indices must be integers or None or have an __index__ method");
+}
+
+std::optional<std::string> optional_str(const Value* v, std::string_view method) {
+  if (!v || v->is_none()) return std::nullopt;
+  if (!v->is_string()) type_error("{} arg must be None or str", method);
+  return v->str();
+}
+
+Value str_list(std::vector<std::string> parts, const Value& like) {
+  std::vector<Value> items;
+  items.reserve(parts.size());
+  for (auto& p : parts) items.push_back(string_like(like, std::move(p)));
+  return Value::list(std::move(items));
+}
+
+uint32_t fill_char(const Value* v) {
+  if (!v) return ' ';
+  if (!v->is_string() || pystr::length(v->str()) != 1) {
+    type_error("The fill character must be exactly one character long");
+  }
+  return pystr::decode(v->str())[0];
+}
+
+int64_t width_arg(const Value* v, std::string_view method) {
+  if (!v) type_error("{}() takes at least 1 argument (0 given)", method);
+  if (v->is_int() || v->is_bool()) return v->int_value();
+  type_error("'{}' object cannot be interpreted as an integer", type_name(*v));
+}
+
+template <typename Pred>
+bool all_cps(const std::string& s, Pred pred) {
+  auto cps = pystr::decode(s);
+  return !cps.empty() && std::all_of(cps.begin(), cps.end(), pred);
+}
+
+int category(uint32_t cp) {
+  return cp > 0x10FFFF ? 0 : static_cast<int>(utf8proc_category(static_cast<utf8proc_int32_t>(cp)));
+}
+bool is_alpha_cp(uint32_t cp) {
+  int c = category(cp);
+  return c >= UTF8PROC_CATEGORY_LU && c <= UTF8PROC_CATEGORY_LO;
+}
+bool is_numeric_cp(uint32_t cp) {
+  int c = category(cp);
+  return c >= UTF8PROC_CATEGORY_ND && c <= UTF8PROC_CATEGORY_NO;
+}
+bool is_decimal_cp(uint32_t cp) { return category(cp) == UTF8PROC_CATEGORY_ND; }
+
+Value str_method(const Value& self, CallArgs& args, std::string_view name) {
+  const std::string& s = self.str();
+  auto bool_result = [](bool b) { return Value::boolean(b); };
+  if (name == "strip" || name == "lstrip" || name == "rstrip") {
+    ArgReader r(args, name, {"chars"});
+    return string_like(self, pystr::strip(s, optional_str(r.get(0), name), name != "rstrip", name != "lstrip"));
+  }
+  if (name == "split" || name == "rsplit") {
+    ArgReader r(args, name, {"sep", "maxsplit"});
+    auto sep = r.get(0) && !r.get(0)->is_none() ? std::optional<std::string>(str_arg(*r.get(0), name, 1)) : std::nullopt;
+    if (sep && sep->empty()) value_error("empty separator");
+    int64_t maxsplit = index_arg(r.get(1)).value_or(-1);
+    return str_list(name == "split" ? pystr::split(s, sep, maxsplit) : pystr::rsplit(s, sep, maxsplit), self);
+  }
+  if (name == "splitlines") {
+    ArgReader r(args, name, {"keepends"});
+    return str_list(pystr::splitlines(s, truthy(r.get_or(0, Value::boolean(false)))), self);
+  }
+  if (name == "startswith" || name == "endswith") {
+    ArgReader r(args, name, {"prefix", "start", "end"});
+    if (!r.has(0)) type_error("{}() takes at least 1 argument (0 given)", name);
+    const Value& prefix = *r.get(0);
+    auto start = index_arg(r.get(1)), end = index_arg(r.get(2));
+    std::vector<Value> options;
+    if (prefix.is_string()) {
+      options.push_back(prefix);
+    } else if (prefix.is_list() && prefix.flavor() == ListFlavor::tuple) {
+      options = prefix.items();
+    } else {
+      type_error("{} first arg must be str or a tuple of str, not {}", name, type_name(prefix));
+    }
+    for (const auto& o : options) {
+      if (!o.is_string()) type_error("tuple for {} must only contain str, not {}", name, type_name(o));
+      if (pystr::starts_with(s, o.str(), start, end, name == "endswith")) return Value::boolean(true);
+    }
+    return Value::boolean(false);
+  }
+  if (name == "replace") {
+    ArgReader r(args, name, {"old", "new", "count"});
+    if (!r.has(0) || !r.has(1)) type_error("replace expected at least 2 arguments, got {}", args.positional.size());
+    int64_t count = index_arg(r.get(2)).value_or(-1);
+    return string_like(self, pystr::replace(s, str_arg(*r.get(0), name, 1), str_arg(*r.get(1), name, 2), count));
+  }
+  if (name == "find" || name == "rfind" || name == "index" || name == "rindex" || name == "count") {
+    ArgReader r(args, name, {"sub", "start", "end"});
+    if (!r.has(0)) type_error("{}() takes at least 1 argument (0 given)", name);
+    const std::string& sub = str_arg(*r.get(0), name, 1);
+    auto start = index_arg(r.get(1)), end = index_arg(r.get(2));
+    if (name == "count") return Value::integer(pystr::count(s, sub, start, end));
+    int64_t at = pystr::find(s, sub, start, end, name == "rfind" || name == "rindex");
+    if (at < 0 && (name == "index" || name == "rindex")) value_error("substring not found");
+    return Value::integer(at);
+  }
+  if (name == "upper" || name == "lower" || name == "title" || name == "capitalize" || name == "swapcase" ||
+      name == "casefold") {
+    ArgReader(args, name, {});
+    if (name == "upper") return string_like(self, pystr::upper(s));
+    if (name == "lower" || name == "casefold") return string_like(self, pystr::lower(s));
+    if (name == "title") return string_like(self, pystr::title(s));
+    if (name == "capitalize") return string_like(self, pystr::capitalize(s));
+    return string_like(self, pystr::swapcase(s));
+  }
+  if (name == "join") {
+    ArgReader r(args, name, {"iterable"});
+    if (!r.has(0)) type_error("str.join() takes exactly one argument (0 given)");
+    std::string out;
+    size_t i = 0;
+    for (const auto& item : iterate(*r.get(0))) {
+      if (!item.is_string()) type_error("sequence item {}: expected str instance, {} found", i, type_name(item));
+      if (i++) out += s;
+      out += item.str();
+    }
+    return string_like(self, std::move(out));
+  }
+  if (name == "center" || name == "ljust" || name == "rjust") {
+    ArgReader r(args, name, {"width", "fillchar"});
+    int64_t width = width_arg(r.get(0), name);
+    uint32_t fill = fill_char(r.get(1));
+    if (name == "center") return string_like(self, pystr::center(s, width, fill));
+    return string_like(self, pystr::ljust(s, width, fill, name == "rjust"));
+  }
+  if (name == "zfill") {
+    ArgReader r(args, name, {"width"});
+    int64_t width = width_arg(r.get(0), name);
+    auto len = static_cast<int64_t>(pystr::length(s));
+    if (width <= len) return self;
+    std::string pad(static_cast<size_t>(width - len), '0');
+    if (!s.empty() && (s[0] == '+' || s[0] == '-')) return string_like(self, s.substr(0, 1) + pad + s.substr(1));
+    return string_like(self, pad + s);
+  }
+  if (name == "partition" || name == "rpartition") {
+    ArgReader r(args, name, {"sep"});
+    if (!r.has(0)) type_error("{}() takes exactly one argument (0 given)", name);
+    const std::string& sep = str_arg(*r.get(0), name, 1);
+    if (sep.empty()) value_error("empty separator");
+    size_t at = name == "partition" ? s.find(sep) : s.rfind(sep);
+    std::vector<std::string> parts;
+    if (at == std::string::npos) {
+      parts = name == "partition" ? std::vector<std::string>{s, "", ""} : std::vector<std::string>{"", "", s};
+    } else {
+      parts = {s.substr(0, at), sep, s.substr(at + sep.size())};
+    }
+    std::vector<Value> items;
+    for (auto& p : parts) items.push_back(string_like(self, std::move(p)));
+    return Value::list(std::move(items), ListFlavor::tuple);
+  }
+  if (name == "removeprefix" || name == "removesuffix") {
+    ArgReader r(args, name, {"affix"});
+    if (!r.has(0)) type_error("{}() takes exactly one argument (0 given)", name);
+    const std::string& affix = str_arg(*r.get(0), name, 1);
+    if (name == "removeprefix" && s.compare(0, affix.size(), affix) == 0) return string_like(self, s.substr(affix.size()));
+    if (name == "removesuffix" && !affix.empty() && s.size() >= affix.size() &&
+        s.compare(s.size() - affix.size(), affix.size(), affix) == 0) {
+      return string_like(self, s.substr(0, s.size() - affix.size()));
+    }
+    return self;
+  }
+  if (name == "format") return str_format(self, args);
+  ArgReader(args, name, {});
+  if (name == "isalpha") return bool_result(all_cps(s, is_alpha_cp));
+  if (name == "isdigit" || name == "isdecimal") return bool_result(all_cps(s, is_decimal_cp));
+  if (name == "isnumeric") return bool_result(all_cps(s, is_numeric_cp));
+  if (name == "isalnum") return bool_result(all_cps(s, [](uint32_t cp) { return is_alpha_cp(cp) || is_numeric_cp(cp); }));
+  if (name == "isspace") return bool_result(all_cps(s, pystr::is_space));
+  if (name == "islower") return bool_result(pystr::is_lower(s));
+  if (name == "isupper") return bool_result(pystr::is_upper(s));
+  if (name == "isascii") return bool_result(pystr::is_ascii(s));
+  if (name == "isprintable") {
+    auto cps = pystr::decode(s);
+    return bool_result(std::all_of(cps.begin(), cps.end(), pystr::is_printable));
+  }
+  if (name == "istitle") {
+    bool cased = false, previous_cased = false;
+    for (uint32_t cp : pystr::decode(s)) {
+      bool upper = pystr::is_upper_cp(cp) || category(cp) == UTF8PROC_CATEGORY_LT;
+      if (upper) {
+        if (previous_cased) return bool_result(false);
+        previous_cased = cased = true;
+      } else if (pystr::is_lower_cp(cp)) {
+        if (!previous_cased) return bool_result(false);
+        previous_cased = cased = true;
+      } else {
+        previous_cased = false;
+      }
+    }
+    return bool_result(cased);
+  }
+  if (name == "isidentifier") {
+    bool ok = !s.empty() && (std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_') &&
+              std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+    return bool_result(ok);
+  }
+  unsupported_error("str.{}() is not supported by keel's chat templates", name);
+}
+
+Value dict_method(const Value& self, CallArgs& args, std::string_view name) {
+  const Dict& d = self.dict_data();
+  if (name == "get") {
+    ArgReader r(args, name, {"key", "default"});
+    if (!r.has(0)) type_error("get expected at least 1 argument, got 0");
+    const Value* v = d.find(*r.get(0));
+    return v ? *v : r.get_or(1, Value::none());
+  }
+  ArgReader r(args, name, name == "fromkeys" ? std::initializer_list<const char*>{"iterable", "value"}
+                                             : std::initializer_list<const char*>{});
+  if (name == "copy") return self;
+  if (name == "fromkeys") {
+    if (!r.has(0)) type_error("fromkeys expected at least 1 argument, got 0");
+    Dict out;
+    for (const auto& k : iterate(*r.get(0))) out.set(k, r.get_or(1, Value::none()));
+    return Value::dict(std::move(out));
+  }
+  std::vector<Value> items;
+  for (const auto& [k, v] : d.entries()) {
+    if (name == "keys") items.push_back(k);
+    else if (name == "values") items.push_back(v);
+    else items.push_back(Value::list({k, v}, ListFlavor::tuple));
+  }
+  return Value::list(std::move(items), name == "keys"     ? ListFlavor::dict_keys
+                                       : name == "values" ? ListFlavor::dict_values
+                                                          : ListFlavor::dict_items);
+}
+
+Value list_method(const Value& self, CallArgs& args, std::string_view name) {
+  const auto& items = self.items();
+  if (name == "copy") {
+    ArgReader(args, name, {});
+    return Value::list(items, self.flavor());
+  }
+  ArgReader r(args, name, {"value", "start", "stop"});
+  if (!r.has(0)) type_error("{}() takes at least 1 argument (0 given)", name);
+  const Value& x = *r.get(0);
+  if (name == "count") {
+    return Value::integer(std::count_if(items.begin(), items.end(), [&](const Value& v) { return equals(v, x); }));
+  }
+  auto n = static_cast<int64_t>(items.size());
+  int64_t start = index_arg(r.get(1)).value_or(0), stop = index_arg(r.get(2)).value_or(n);
+  if (start < 0) start = std::max<int64_t>(0, start + n);
+  if (stop < 0) stop = std::max<int64_t>(0, stop + n);
+  for (int64_t i = start; i < std::min(stop, n); ++i) {
+    if (equals(items[static_cast<size_t>(i)], x)) return Value::integer(i);
+  }
+  value_error("{} is not in {}", repr(x), type_name(self));
+}
+
+constexpr std::array<std::string_view, 46> kStrMethods = {
+    "capitalize", "casefold", "center", "count", "encode", "endswith", "expandtabs", "find", "format",
+    "format_map", "index", "isalnum", "isalpha", "isascii", "isdecimal", "isdigit", "isidentifier", "islower",
+    "isnumeric", "isprintable", "isspace", "istitle", "isupper", "join", "ljust", "lower", "lstrip",
+    "maketrans", "partition", "removeprefix", "removesuffix", "replace", "rfind", "rindex", "rjust",
+    "rpartition", "rsplit", "rstrip", "split", "splitlines", "startswith", "strip", "swapcase", "title",
+    "translate", "upper"};
+constexpr std::array<std::string_view, 6> kDictMethods = {"copy", "fromkeys", "get", "items", "keys", "values"};
+constexpr std::array<std::string_view, 5> kDictMutators = {"clear", "pop", "popitem", "setdefault", "update"};
+constexpr std::array<std::string_view, 8> kListMutators = {"append", "clear", "extend", "insert",
+                                                           "pop",    "remove", "reverse", "sort"};
+
+template <size_t N>
+bool in(const std::array<std::string_view, N>& names, std::string_view name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+Value bind(const Value& self, std::string_view name, Method method) {
+  std::string n(name);
+  return Value::callable(n, [self, n, method](Interpreter&, CallArgs& args) { return method(self, args, n); });
+}
+
+Value unsafe(const Value& self, std::string_view name) {
+  return Value::undefined(fmt::format("access to attribute {} of {} object is unsafe.", pystr::repr(name),
+                                      pystr::repr(type_name(self))),
+                          true);
+}
+
+}  // namespace
+
+std::optional<Value> builtin_attribute(const Value& obj, std::string_view name) {
+  if (obj.is_string()) {
+    if (name == "zfill" || in(kStrMethods, name)) return bind(obj, name, str_method);
+    return std::nullopt;
+  }
+  if (obj.is_dict()) {
+    if (in(kDictMethods, name)) return bind(obj, name, dict_method);
+    if (in(kDictMutators, name)) return unsafe(obj, name);
+    return std::nullopt;
+  }
+  if (obj.is_list()) {
+    ListFlavor f = obj.flavor();
+    if (f == ListFlavor::list || f == ListFlavor::tuple || f == ListFlavor::range) {
+      if (name == "count" || name == "index" || (f == ListFlavor::list && name == "copy")) {
+        return bind(obj, name, list_method);
+      }
+      if (f == ListFlavor::list && in(kListMutators, name)) return unsafe(obj, name);
+    }
+    return std::nullopt;
+  }
+  if (obj.is_callable() && obj.callable_data().is_macro && name == "name") {
+    return Value::string(obj.callable_data().name);
+  }
+  return std::nullopt;
+}
+
+}  // namespace keel::chat::jinja
