@@ -160,11 +160,11 @@ TEST(Attention, WorkspaceIsPlannedAndFlatInKvLen) {
   }
 }
 
-// Cache rows 3 GiB apart: element offsets past 2^31 floats' worth of bytes must not wrap (a 32-bit offset
-// would land on a PROT_NONE page or the wrong row).
+// Cache rows 5 GiB apart: the last row sits 10 GiB in, 2.5·2^30 floats, so element offsets past 2^31 must not
+// wrap (a 32-bit offset would land on a PROT_NONE page or the wrong row).
 TEST(Attention, CacheOffsetsPast32Bits) {
   KEEL_TEST_RNG(rng);
-  const int64_t stride = int64_t{3} << 30, rows = 3, D = 64;
+  const int64_t stride = int64_t{5} << 30, rows = 3, D = 64;
   SparseArena arena_k(stride * rows), arena_v(stride * rows);
   if (!arena_k.ok() || !arena_v.ok()) GTEST_SKIP() << "no address space for the sparse arena";
   OpBackend& ob = *op_backends().back();

@@ -201,3 +201,22 @@ TEST(GatedDeltaNet, RejectsMismatchedShapes) {
   Tensor state = copy_of(ob, odd.state0);
   EXPECT_THROW(odd.run(ob.be(), state, out), Error);
 }
+
+// v rows 5 GiB apart (a view over a sparse arena): the last row sits 10 GiB in, 2.5·2^30 floats, so element
+// offsets past 2^31 must not wrap.
+TEST(GatedDeltaNet, TokenOffsetsPast32Bits) {
+  KEEL_TEST_RNG(rng);
+  const Shape s{3, 1, 2, 8, 8, 2};
+  const int64_t stride = int64_t{5} << 30;
+  SparseArena arena(stride * s.T);
+  if (!arena.ok()) GTEST_SKIP() << "no address space for the sparse arena";
+  OpBackend& ob = *op_backends().back();
+  Problem pr(ob, rng, s);
+  for (int64_t t = 0; t < s.T; ++t) {
+    float* row = reinterpret_cast<float*>(arena.commit(t * stride, s.Hv * s.Dv * 4));
+    for (int64_t i = 0; i < s.Hv * s.Dv; ++i) row[i] = static_cast<float>(rng.uniform());
+  }
+  pr.v = Tensor::borrow(arena.base(), DType::f32, {s.T, s.Hv, s.Dv})
+             .strided_view({s.T, s.Hv, s.Dv}, {stride, s.Dv * 4, 4});
+  expect_matches_reference(ob, pr);
+}

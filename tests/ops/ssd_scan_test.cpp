@@ -211,3 +211,27 @@ TEST(SsdScan, RejectsMismatchedShapes) {
                              pr.params()),
                Error);
 }
+
+// x rows 5 GiB apart (a view over a sparse arena): the last row sits 10 GiB in, 2.5·2^30 floats, so element
+// offsets past 2^31 must not wrap.
+TEST(SsdScan, TokenOffsetsPast32Bits) {
+  KEEL_TEST_RNG(rng);
+  const Shape s{3, 2, 8, 1, 16, 2};
+  const int64_t stride = int64_t{5} << 30;
+  SparseArena arena(stride * s.T);
+  if (!arena.ok()) GTEST_SKIP() << "no address space for the sparse arena";
+  OpBackend& ob = *op_backends().back();
+  Problem pr(ob, rng, s);
+  for (int64_t t = 0; t < s.T; ++t) {
+    float* row = reinterpret_cast<float*>(arena.commit(t * stride, s.H * s.P * 4));
+    for (int64_t i = 0; i < s.H * s.P; ++i) row[i] = static_cast<float>(rng.uniform());
+  }
+  pr.x = Tensor::borrow(arena.base(), DType::f32, {s.T, s.H, s.P})
+             .strided_view({s.T, s.H, s.P}, {stride, s.P * 4, 4});
+  std::vector<double> ref_state = values(pr.state0);
+  std::vector<double> ref_y = pr.reference(ref_state);
+  Tensor state = copy_of(ob, pr.state0), y = nan_tensor(ob, {s.T, s.H, s.P});
+  run_whole(ob, pr, state, y);
+  EXPECT_TRUE(all_close(y, ref_y, kAtolScale * max_abs(ref_y), kRtol));
+  EXPECT_TRUE(all_close(state, ref_state, kAtolScale * max_abs(ref_state), kRtol));
+}
