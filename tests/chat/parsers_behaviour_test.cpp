@@ -48,7 +48,7 @@ Json weather_tools() {
 
 }  // namespace
 
-TEST(HoldBack, MarkerPrefixNeverReachesContent) {
+TEST(ParserHoldBack, MarkerPrefixNeverReachesContent) {
   Stream s(ToolSyntax::hermes_json);
   s.feed("Sure <tool_");
   EXPECT_EQ(s.content, "Sure ");
@@ -63,7 +63,7 @@ TEST(HoldBack, MarkerPrefixNeverReachesContent) {
   EXPECT_EQ(s.message().tool_calls[0].name, "f");
 }
 
-TEST(HoldBack, ReleasedAsSoonAsItCannotBeAMarker) {
+TEST(ParserHoldBack, ReleasedAsSoonAsItCannotBeAMarker) {
   Stream s(ToolSyntax::qwen3_xml);
   s.feed("a <tool_");
   EXPECT_EQ(s.content, "a ");
@@ -79,7 +79,7 @@ TEST(HoldBack, ReleasedAsSoonAsItCannotBeAMarker) {
   EXPECT_EQ(s.content, "a <tool_s and <b<functional");
 }
 
-TEST(HoldBack, PlainTextIsNeverHeld) {
+TEST(ParserHoldBack, PlainTextIsNeverHeld) {
   const std::string text = "Plain text, no markers: 3 > 2 and x = y.";
   Stream s(ToolSyntax::qwen3_xml, ReasoningStart::optional);
   for (size_t i = 0; i < text.size(); ++i) {
@@ -88,7 +88,7 @@ TEST(HoldBack, PlainTextIsNeverHeld) {
   }
 }
 
-TEST(HoldBack, UndecidedPrefixIsFlushedAtFinish) {
+TEST(ParserHoldBack, UndecidedPrefixIsFlushedAtFinish) {
   Stream s(ToolSyntax::hermes_json);
   s.feed("Hello <tool_ca").finish();
   EXPECT_EQ(s.message().content, "Hello <tool_ca");
@@ -98,7 +98,7 @@ TEST(HoldBack, UndecidedPrefixIsFlushedAtFinish) {
   EXPECT_EQ(r.message().reasoning_content, "thinking </thi");
 }
 
-TEST(HoldBack, ThinkTagSplitAnywhere) {
+TEST(ParserHoldBack, ThinkTagSplitAnywhere) {
   Stream s(ToolSyntax::none, ReasoningStart::optional);
   s.feed("<thi");
   EXPECT_TRUE(s.events.empty());
@@ -113,7 +113,7 @@ TEST(HoldBack, ThinkTagSplitAnywhere) {
   EXPECT_EQ(s.content, "Answer");
 }
 
-TEST(HoldBack, ReasoningWhitespaceIsKeptInside) {
+TEST(ParserHoldBack, ReasoningWhitespaceIsKeptInside) {
   Stream s(ToolSyntax::none, ReasoningStart::open);
   s.feed("abc \n");
   EXPECT_EQ(s.reasoning, "abc");
@@ -121,7 +121,7 @@ TEST(HoldBack, ReasoningWhitespaceIsKeptInside) {
   EXPECT_EQ(s.reasoning, "abc \ndef");
 }
 
-TEST(Reasoning, OnlyFirstBlockAndOnlyAtTheStart) {
+TEST(ParserReasoning, OnlyFirstBlockAndOnlyAtTheStart) {
   Stream a(ToolSyntax::none, ReasoningStart::optional);
   a.feed("<think>a</think>b<think>c</think>").finish();
   EXPECT_EQ(a.message().reasoning_content, "a");
@@ -135,7 +135,7 @@ TEST(Reasoning, OnlyFirstBlockAndOnlyAtTheStart) {
   EXPECT_EQ(c.message().content, "<think>x</think>y");
 }
 
-TEST(Reasoning, NemotronToolCallEndsOpenReasoning) {
+TEST(ParserReasoning, NemotronToolCallEndsOpenReasoning) {
   Stream s(ToolSyntax::nemotron_json, ReasoningStart::open);
   s.feed("Need the weather.\n<TOOLCALL>[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Tokyo\"}}]</TOOLCALL>")
       .finish();
@@ -145,7 +145,7 @@ TEST(Reasoning, NemotronToolCallEndsOpenReasoning) {
   EXPECT_EQ(Json::parse(s.message().tool_calls[0].arguments), Json::parse(R"({"city": "Tokyo"})"));
 }
 
-TEST(Malformed, UnterminatedJsonCallBecomesContent) {
+TEST(ParserMalformed, UnterminatedJsonCallBecomesContent) {
   const std::string text = "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": [1, 2";
   Stream s(ToolSyntax::hermes_json);
   s.feed(text).finish();
@@ -154,14 +154,14 @@ TEST(Malformed, UnterminatedJsonCallBecomesContent) {
   EXPECT_TRUE(s.message().error.empty());
 }
 
-TEST(Malformed, JsonStringMayContainTheEndTag) {
+TEST(ParserMalformed, JsonStringMayContainTheEndTag) {
   Stream s(ToolSyntax::hermes_json);
   s.feed(R"(<tool_call>{"name": "f", "arguments": {"s": "a</tool_call>b"}}</tool_call>)").finish();
   ASSERT_EQ(s.message().tool_calls.size(), 1u);
   EXPECT_EQ(Json::parse(s.message().tool_calls[0].arguments)["s"], "a</tool_call>b");
 }
 
-TEST(Malformed, JsonWithoutNameIsContent) {
+TEST(ParserMalformed, JsonWithoutNameIsContent) {
   const std::string text = R"(<tool_call>{"arguments": {}}</tool_call> after)";
   Stream s(ToolSyntax::hermes_json);
   s.feed(text).finish();
@@ -169,7 +169,7 @@ TEST(Malformed, JsonWithoutNameIsContent) {
   EXPECT_FALSE(s.message().has_tool_calls());
 }
 
-TEST(Malformed, XmlCutInsideValueIsAnErrorAfterTheAnnouncement) {
+TEST(ParserMalformed, XmlCutInsideValueIsAnErrorAfterTheAnnouncement) {
   Stream s(ToolSyntax::qwen3_xml, ReasoningStart::disabled, weather_tools());
   s.feed("<tool_call>\n<function=get_current_weather>\n<parameter=city>\nDal");
   ASSERT_GE(s.events.size(), 2u);  // announced as soon as the first <parameter= arrived
@@ -183,7 +183,7 @@ TEST(Malformed, XmlCutInsideValueIsAnErrorAfterTheAnnouncement) {
   EXPECT_EQ(s.message().content, "");
 }
 
-TEST(Malformed, XmlBadParameterNameSkipsTheBlockAndParsingGoesOn) {
+TEST(ParserMalformed, XmlBadParameterNameSkipsTheBlockAndParsingGoesOn) {
   Stream s(ToolSyntax::qwen3_xml);
   s.feed("<tool_call>\n<function=f>\n<parameter=a\nb</parameter>\n</function>\n</tool_call>\nDone.").finish();
   EXPECT_FALSE(s.message().error.empty());
@@ -191,7 +191,7 @@ TEST(Malformed, XmlBadParameterNameSkipsTheBlockAndParsingGoesOn) {
   EXPECT_EQ(s.message().content, "Done.");
 }
 
-TEST(Malformed, XmlWithAllParametersClosedButNoEndTagIsComplete) {
+TEST(ParserMalformed, XmlWithAllParametersClosedButNoEndTagIsComplete) {
   Stream s(ToolSyntax::qwen3_xml, ReasoningStart::disabled, weather_tools());
   s.feed("<tool_call>\n<function=get_current_weather>\n<parameter=days>\n3\n</parameter>\n").finish();
   EXPECT_TRUE(s.message().error.empty());
@@ -199,7 +199,7 @@ TEST(Malformed, XmlWithAllParametersClosedButNoEndTagIsComplete) {
   EXPECT_EQ(Json::parse(s.message().tool_calls[0].arguments), Json::parse(R"({"days": 3})"));
 }
 
-TEST(Malformed, BareFunctionTagInProseIsContent) {
+TEST(ParserMalformed, BareFunctionTagInProseIsContent) {
   const std::string text = "Write <function=name> then the parameters.";
   Stream s(ToolSyntax::qwen3_xml);
   s.feed(text).finish();
@@ -207,7 +207,7 @@ TEST(Malformed, BareFunctionTagInProseIsContent) {
   EXPECT_FALSE(s.message().has_tool_calls());
 }
 
-TEST(XmlValues, LiteralParameterCloseInsideAValue) {
+TEST(ParserXmlValues, LiteralParameterCloseInsideAValue) {
   Stream s(ToolSyntax::qwen3_xml);
   s.feed("<tool_call>\n<function=python>\n<parameter=code>\nprint('</parameter>')\nx = 1\n</parameter>\n"
          "</function>\n</tool_call>")
@@ -216,7 +216,7 @@ TEST(XmlValues, LiteralParameterCloseInsideAValue) {
   EXPECT_EQ(Json::parse(s.message().tool_calls[0].arguments)["code"], "print('</parameter>')\nx = 1");
 }
 
-TEST(XmlValues, ArgumentsStreamOneParameterAtATime) {
+TEST(ParserXmlValues, ArgumentsStreamOneParameterAtATime) {
   Stream s(ToolSyntax::qwen3_xml, ReasoningStart::disabled, weather_tools());
   const std::string text =
       "<tool_call>\n<function=get_current_weather>\n<parameter=city>\nDallas\n</parameter>\n"
@@ -231,7 +231,7 @@ TEST(XmlValues, ArgumentsStreamOneParameterAtATime) {
   EXPECT_EQ(pieces, (std::vector<std::string>{"{", R"("city": "Dallas")", R"(, "days": 3})"}));
 }
 
-TEST(Syntax, NoToolSyntaxLeavesCallsAsContent) {
+TEST(ParserSyntax, NoToolSyntaxLeavesCallsAsContent) {
   const std::string text = R"(<tool_call>{"name": "f", "arguments": {}}</tool_call>)";
   Stream s(ToolSyntax::none);
   s.feed(text).finish();
@@ -239,7 +239,7 @@ TEST(Syntax, NoToolSyntaxLeavesCallsAsContent) {
   EXPECT_FALSE(s.message().has_tool_calls());
 }
 
-TEST(Ids, SeededDistinctAndWellFormed) {
+TEST(ParserIds, SeededDistinctAndWellFormed) {
   auto ids = [](std::optional<uint64_t> seed) {
     ParserOptions o;
     o.tools = ToolSyntax::hermes_json;
@@ -261,7 +261,7 @@ TEST(Ids, SeededDistinctAndWellFormed) {
   EXPECT_NE(ids(std::nullopt), ids(std::nullopt));  // 62^24 ids: equal only by a broken generator
 }
 
-TEST(Message, OpenAIShape) {
+TEST(ParserMessage, OpenAIShape) {
   Stream s(ToolSyntax::hermes_json, ReasoningStart::optional);
   s.feed("<think>hmm</think><tool_call>{\"name\": \"f\", \"arguments\": {\"x\": 1}}</tool_call>").finish();
   Json m = s.message().to_json();
@@ -282,7 +282,7 @@ TEST(Message, OpenAIShape) {
   EXPECT_FALSE(plain.contains("reasoning_content"));
 }
 
-TEST(Events, MergedWithinOneFeedAndFeedAfterFinishIsAnError) {
+TEST(ParserEvents, MergedWithinOneFeedAndFeedAfterFinishIsAnError) {
   ParserOptions o;
   OutputParser p(o);
   std::vector<OutputEvent> e = p.feed("Hello, world!");
@@ -295,7 +295,7 @@ TEST(Events, MergedWithinOneFeedAndFeedAfterFinishIsAnError) {
 // vLLM's _convert_param_value (vllm/tool_parsers/qwen3coder_tool_parser.py) for the cases the data files do not
 // cover: non-numbers in integer fields stay strings, Python booleans and None are understood, a string-only
 // field keeps "null" as text; with no schema, JSON is parsed (keel's rule) and anything else stays a string.
-TEST(ParamValues, ConversionEdges) {
+TEST(ParserParamValues, ConversionEdges) {
   EXPECT_EQ(convert_param_value("abc", param_integer), Json("abc"));
   EXPECT_EQ(convert_param_value("True", param_boolean), Json(true));
   EXPECT_EQ(convert_param_value("False", param_boolean), Json(false));

@@ -30,7 +30,7 @@ std::string read_template(const std::string& name) {
 
 }  // namespace
 
-TEST(DetectOutputFormat, RealTemplates) {
+TEST(ParserDetectOutputFormat, RealTemplates) {
   struct Expect {
     const char* name;
     ToolSyntax tools;
@@ -62,7 +62,7 @@ TEST(DetectOutputFormat, RealTemplates) {
   }
 }
 
-TEST(ReasoningStart, FromRenderedGenerationPrompts) {
+TEST(ParserReasoningStart, FromRenderedGenerationPrompts) {
   // What the template's generation prompt does with <think>, read from the templates: key is
   // (template, enable_thinking as -1 unset / 0 / 1, system message "/no_think" given).
   using Key = std::tuple<std::string, int, bool>;

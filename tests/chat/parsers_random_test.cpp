@@ -72,7 +72,7 @@ Outcome run(const ParserOptions& options, const std::string& text, const std::ve
 
 }  // namespace
 
-TEST(RandomOutputs, AnySplitGivesTheUnsplitResult) {
+TEST(ParserRandomOutputs, AnySplitGivesTheUnsplitResult) {
   std::mt19937 rng(20240601);
   Json tools = Json::parse(R"([{"type": "function", "function": {"name": "f", "parameters": {"type": "object",
       "properties": {"a": {"type": "integer"}, "b": {"type": ["string", "null"]}}}}}])");
