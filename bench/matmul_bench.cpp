@@ -56,8 +56,8 @@ void BM_Matmul(benchmark::State& state) {
   state.counters["GFLOP/s"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["peak_frac"] = benchmark::Counter(flops / (threads * cpu_ghz() * 1e9 * 2 * 16 * 2),
                                                    benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["W_GB/s"] =
-      benchmark::Counter(static_cast<double>(w.nbytes()) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["W_GB/s"] = benchmark::Counter(static_cast<double>(w.nbytes()) * 1e-9,
+                                                benchmark::Counter::kIsIterationInvariantRate);
   state.SetLabel(be.name() + " w=" + std::string(dtype_name(wt)));
 }
 

@@ -94,18 +94,16 @@ void add(Backend& be, const Tensor& a, const Tensor& b, Tensor& out) {
   check_f32("add", "a", a);
   check_same("add", "b", b, a);
   check_same("add", "out", out, a);
-  for_each_piece(cpu_backend("add", be), a, &b, out, [](const float* x, const float* y, float* o, int64_t n) {
-    cpu::add(x, y, o, n);
-  });
+  for_each_piece(cpu_backend("add", be), a, &b, out,
+                 [](const float* x, const float* y, float* o, int64_t n) { cpu::add(x, y, o, n); });
 }
 
 void mul(Backend& be, const Tensor& a, const Tensor& b, Tensor& out) {
   check_f32("mul", "a", a);
   check_same("mul", "b", b, a);
   check_same("mul", "out", out, a);
-  for_each_piece(cpu_backend("mul", be), a, &b, out, [](const float* x, const float* y, float* o, int64_t n) {
-    cpu::mul(x, y, o, n);
-  });
+  for_each_piece(cpu_backend("mul", be), a, &b, out,
+                 [](const float* x, const float* y, float* o, int64_t n) { cpu::mul(x, y, o, n); });
 }
 
 }  // namespace keel::ops

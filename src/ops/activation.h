@@ -1,6 +1,6 @@
 // Elementwise activations, softmax and the elementwise add/mul the models need. All f32, any rank 1–4 with a
-// contiguous last dimension; outputs have the inputs' shape and may be the same tensor as an input (in place).
-// No workspace. Results do not depend on T or the thread split (backend/cpu/activation.h).
+// contiguous last dimension; outputs have the inputs' shape and may be the same tensor as an input (in
+// place). No workspace. Results do not depend on T or the thread split (backend/cpu/activation.h).
 #pragma once
 #include <cstdint>
 
@@ -28,7 +28,11 @@ void softmax(Backend& be, const Tensor& x, Tensor& out);
 void add(Backend& be, const Tensor& a, const Tensor& b, Tensor& out);
 void mul(Backend& be, const Tensor& a, const Tensor& b, Tensor& out);
 
-constexpr int64_t activation_workspace_bytes() { return 0; }
-constexpr int64_t softmax_workspace_bytes() { return 0; }
+constexpr int64_t activation_workspace_bytes() {
+  return 0;
+}
+constexpr int64_t softmax_workspace_bytes() {
+  return 0;
+}
 
 }  // namespace keel::ops

@@ -15,9 +15,9 @@ struct Conv1dParams {
   bool silu = false;  // apply silu to the output (both models do)
 };
 
-// x: f32 [T, C]; weight: [C, K] or transformers' conv1d.weight [C, 1, K], f32/bf16/f16; bias: [C] f32/bf16/f16
-// or an undefined Tensor(); state: f32 [K−1, C] contiguous, read and updated; out: f32 [T, C], distinct from
-// x and state.
+// x: f32 [T, C]; weight: [C, K] or transformers' conv1d.weight [C, 1, K], f32/bf16/f16; bias: [C]
+// f32/bf16/f16 or an undefined Tensor(); state: f32 [K−1, C] contiguous, read and updated; out: f32 [T, C],
+// distinct from x and state.
 void causal_conv1d(Backend& be, const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& state,
                    Tensor& out, const Conv1dParams& p);
 

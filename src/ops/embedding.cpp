@@ -19,7 +19,8 @@ void embedding(Backend& be, const Tensor& table, const Tensor& ids, Tensor& out)
   for (int64_t t = 0; t < T; ++t)
     if (id[t] < 0 || id[t] >= vocab)
       throw_error(ErrorCode::invalid_argument,
-                  "embedding: token id {} at position {} is outside the vocabulary of {} rows", id[t], t, vocab);
+                  "embedding: token id {} at position {} is outside the vocabulary of {} rows", id[t], t,
+                  vocab);
   cpu.threads()->parallel_for(T, [&](int64_t begin, int64_t end, int) {
     for (int64_t t = begin; t < end; ++t)
       cpu::widen_row(table.at(id[t]), table.dtype(), static_cast<float*>(out.at(t)), d);

@@ -7,10 +7,13 @@
 
 namespace keel::ops {
 
-// table: [vocab, d] f32/bf16/f16 (rows may be strided; borrowed from the mmap); ids: i32 [T]; out: f32 [T, d].
-// An id outside [0, vocab) is an Error(invalid_argument) naming the id and its position; nothing is written.
+// table: [vocab, d] f32/bf16/f16 (rows may be strided; borrowed from the mmap); ids: i32 [T]; out: f32 [T,
+// d]. An id outside [0, vocab) is an Error(invalid_argument) naming the id and its position; nothing is
+// written.
 void embedding(Backend& be, const Tensor& table, const Tensor& ids, Tensor& out);
 
-constexpr int64_t embedding_workspace_bytes() { return 0; }
+constexpr int64_t embedding_workspace_bytes() {
+  return 0;
+}
 
 }  // namespace keel::ops

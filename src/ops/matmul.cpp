@@ -30,7 +30,9 @@ void run(Backend& be, const Tensor& x, const Tensor& w, const Tensor* bias, Tens
 
 }  // namespace
 
-void matmul(Backend& be, const Tensor& x, const Tensor& w, Tensor& y) { run(be, x, w, nullptr, y); }
+void matmul(Backend& be, const Tensor& x, const Tensor& w, Tensor& y) {
+  run(be, x, w, nullptr, y);
+}
 
 void matmul(Backend& be, const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y) {
   run(be, x, w, &bias, y);

@@ -2,8 +2,8 @@
 
 #include <string_view>
 
-#include "backend/cpu/norm.h"
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/norm.h"
 #include "backend/cpu/thread_pool.h"
 #include "core/error.h"
 #include "ops/op_check.h"
@@ -25,7 +25,8 @@ void check_rows(std::string_view op, std::string_view name, const Tensor& t, con
                 t.shape_string());
 }
 
-cpu::NormWeight norm_weight(std::string_view op, const Tensor& w, int64_t size_a, int64_t size_b, bool one_plus) {
+cpu::NormWeight norm_weight(std::string_view op, const Tensor& w, int64_t size_a, int64_t size_b,
+                            bool one_plus) {
   check_contiguous(op, "weight", w, {DType::f32, DType::bf16, DType::f16}, {kAnyDim});
   if (w.dim(0) != size_a && w.dim(0) != size_b)
     throw_error(ErrorCode::invalid_argument, "{}: weight must be [{}]{}, got {}", op, size_a,
@@ -48,7 +49,8 @@ void rms_norm(Backend& be, const Tensor& x, const Tensor& weight, Tensor& out, c
   const int64_t d = x.dim(-1);
   const cpu::NormWeight w = norm_weight("rms_norm", weight, d, d, p.scale == NormScale::one_plus_weight);
   if (d == 0) return;
-  for_each_row(cpu_backend("rms_norm", be), x, [&](int64_t r) { cpu::rms_norm_row(row_f32(x, r), row_f32(out, r), d, d, w, p.eps); });
+  for_each_row(cpu_backend("rms_norm", be), x,
+               [&](int64_t r) { cpu::rms_norm_row(row_f32(x, r), row_f32(out, r), d, d, w, p.eps); });
 }
 
 void gated_rms_norm(Backend& be, const Tensor& x, const Tensor& z, const Tensor& weight, Tensor& out,
@@ -58,14 +60,16 @@ void gated_rms_norm(Backend& be, const Tensor& x, const Tensor& z, const Tensor&
   check_rows("gated_rms_norm", "out", out, &x);
   const int64_t c = x.dim(-1), g = p.group_size;
   if (g <= 0 || c % g != 0)
-    throw_error(ErrorCode::invalid_argument, "gated_rms_norm: group size {} does not divide {} channels", g, c);
+    throw_error(ErrorCode::invalid_argument, "gated_rms_norm: group size {} does not divide {} channels", g,
+                c);
   if (p.order == GateOrder::norm_then_gate && out.data() == z.data() && c > 0)
     throw_error(ErrorCode::invalid_argument, "gated_rms_norm: norm_then_gate cannot write over z");
   const cpu::NormWeight w = norm_weight("gated_rms_norm", weight, c, g, false);
   CpuBackend& cpu = cpu_backend("gated_rms_norm", be);
   for_each_row(cpu, x, [&](int64_t r) {
     if (p.order == GateOrder::gate_then_norm)
-      cpu::rms_norm_gate_then_norm_row(cpu.isa(), row_f32(x, r), row_f32(z, r), row_f32(out, r), c, g, w, p.eps);
+      cpu::rms_norm_gate_then_norm_row(cpu.isa(), row_f32(x, r), row_f32(z, r), row_f32(out, r), c, g, w,
+                                       p.eps);
     else
       cpu::rms_norm_then_gate_row(cpu.isa(), row_f32(x, r), row_f32(z, r), row_f32(out, r), c, g, w, p.eps);
   });
@@ -75,7 +79,8 @@ void l2_norm(Backend& be, const Tensor& x, Tensor& out, float eps) {
   check_rows("l2_norm", "x", x, nullptr);
   check_rows("l2_norm", "out", out, &x);
   const int64_t d = x.dim(-1);
-  for_each_row(cpu_backend("l2_norm", be), x, [&](int64_t r) { cpu::l2_norm_row(row_f32(x, r), row_f32(out, r), d, eps); });
+  for_each_row(cpu_backend("l2_norm", be), x,
+               [&](int64_t r) { cpu::l2_norm_row(row_f32(x, r), row_f32(out, r), d, eps); });
 }
 
 }  // namespace keel::ops

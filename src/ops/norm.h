@@ -1,6 +1,6 @@
-// RMSNorm in the variants the models use, and the L2 norm of Gated DeltaNet's q/k. Activations f32 with any rank
-// 1–4 and a contiguous last dimension (the normalized one); weights f32/bf16/f16 as stored. out may be x.
-// No workspace. Each row's result depends only on that row (batch invariant).
+// RMSNorm in the variants the models use, and the L2 norm of Gated DeltaNet's q/k. Activations f32 with any
+// rank 1–4 and a contiguous last dimension (the normalized one); weights f32/bf16/f16 as stored. out may be
+// x. No workspace. Each row's result depends only on that row (batch invariant).
 //
 // Which model uses which (transformers 5.x):
 //   weight      — qwen3 (Qwen3RMSNorm, q/k norms too), nemotron_h (NemotronHRMSNorm), ones-initialized;
@@ -37,14 +37,16 @@ struct GatedRmsNormParams {
   GateOrder order = GateOrder::gate_then_norm;
 };
 
-// x, z, out: [..., C] with C % group_size == 0; weight: [C], or [group_size] shared by every group (DeltaNet's
-// per-head weight). out may be x (and z for gate_then_norm).
+// x, z, out: [..., C] with C % group_size == 0; weight: [C], or [group_size] shared by every group
+// (DeltaNet's per-head weight). out may be x (and z for gate_then_norm).
 void gated_rms_norm(Backend& be, const Tensor& x, const Tensor& z, const Tensor& weight, Tensor& out,
                     const GatedRmsNormParams& p);
 
 // out = x / sqrt(Σx² + eps) over the last dimension (transformers' / FLA's l2norm; Gated DeltaNet uses 1e-6).
 void l2_norm(Backend& be, const Tensor& x, Tensor& out, float eps);
 
-constexpr int64_t norm_workspace_bytes() { return 0; }
+constexpr int64_t norm_workspace_bytes() {
+  return 0;
+}
 
 }  // namespace keel::ops

@@ -13,13 +13,14 @@ namespace {
 std::string shape_text(std::initializer_list<int64_t> shape) {
   std::string s = "[";
   int i = 0;
-  for (int64_t d : shape) s += fmt::format("{}{}", i++ ? ", " : "", d == kAnyDim ? std::string("*") : std::to_string(d));
+  for (int64_t d : shape)
+    s += fmt::format("{}{}", i++ ? ", " : "", d == kAnyDim ? std::string("*") : std::to_string(d));
   return s + "]";
 }
 }  // namespace
 
-void check_tensor(std::string_view op, std::string_view name, const Tensor& t, std::initializer_list<DType> dtypes,
-                  std::initializer_list<int64_t> shape) {
+void check_tensor(std::string_view op, std::string_view name, const Tensor& t,
+                  std::initializer_list<DType> dtypes, std::initializer_list<int64_t> shape) {
   if (!t.defined()) throw_error(ErrorCode::invalid_argument, "{}: {} is missing", op, name);
   bool dtype_ok = false;
   std::string wanted;
@@ -28,7 +29,8 @@ void check_tensor(std::string_view op, std::string_view name, const Tensor& t, s
     wanted += fmt::format("{}{}", wanted.empty() ? "" : "/", dtype_name(d));
   }
   if (!dtype_ok)
-    throw_error(ErrorCode::invalid_argument, "{}: {} must be {}, got {}", op, name, wanted, dtype_name(t.dtype()));
+    throw_error(ErrorCode::invalid_argument, "{}: {} must be {}, got {}", op, name, wanted,
+                dtype_name(t.dtype()));
   bool shape_ok = t.ndim() == static_cast<int>(shape.size());
   int i = 0;
   for (int64_t d : shape) shape_ok = shape_ok && (d == kAnyDim || (i < t.ndim() && t.dim(i) == d)), ++i;
@@ -36,8 +38,8 @@ void check_tensor(std::string_view op, std::string_view name, const Tensor& t, s
     throw_error(ErrorCode::invalid_argument, "{}: {} must be {}, got {}", op, name, shape_text(shape),
                 t.shape_string());
   if (t.ndim() > 0 && t.dim(-1) > 1 && t.stride_bytes(-1) != dtype_info(t.dtype()).block_bytes)
-    throw_error(ErrorCode::invalid_argument, "{}: {} {} needs a contiguous last dimension (stride {} bytes)", op,
-                name, t.shape_string(), t.stride_bytes(-1));
+    throw_error(ErrorCode::invalid_argument, "{}: {} {} needs a contiguous last dimension (stride {} bytes)",
+                op, name, t.shape_string(), t.stride_bytes(-1));
 }
 
 void check_contiguous(std::string_view op, std::string_view name, const Tensor& t,

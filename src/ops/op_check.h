@@ -16,10 +16,10 @@ namespace keel::ops {
 
 constexpr int64_t kAnyDim = -1;
 
-// t has exactly this shape (kAnyDim matches any size) and one of `dtypes`; its innermost dimension is contiguous
-// (outer strides are free, so row views of a larger tensor pass).
-void check_tensor(std::string_view op, std::string_view name, const Tensor& t, std::initializer_list<DType> dtypes,
-                  std::initializer_list<int64_t> shape);
+// t has exactly this shape (kAnyDim matches any size) and one of `dtypes`; its innermost dimension is
+// contiguous (outer strides are free, so row views of a larger tensor pass).
+void check_tensor(std::string_view op, std::string_view name, const Tensor& t,
+                  std::initializer_list<DType> dtypes, std::initializer_list<int64_t> shape);
 // As check_tensor, and the whole tensor is contiguous.
 void check_contiguous(std::string_view op, std::string_view name, const Tensor& t,
                       std::initializer_list<DType> dtypes, std::initializer_list<int64_t> shape);

@@ -2,8 +2,8 @@
 
 #include <vector>
 
-#include "backend/cpu/rope.h"
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/rope.h"
 #include "backend/cpu/thread_pool.h"
 #include "core/error.h"
 #include "ops/op_check.h"
@@ -19,14 +19,16 @@ void rope_cos_sin(Backend& be, const Tensor& positions, Tensor& cos_sin, const R
   const int64_t T = positions.dim(0), R = p.rotary_dim;
   if (R <= 0 || R % 2 != 0)
     throw_error(ErrorCode::invalid_argument, "rope_cos_sin: rotary_dim must be even and positive, got {}", R);
-  if (!(p.theta > 1.0)) throw_error(ErrorCode::invalid_argument, "rope_cos_sin: theta must be > 1, got {}", p.theta);
+  if (!(p.theta > 1.0))
+    throw_error(ErrorCode::invalid_argument, "rope_cos_sin: theta must be > 1, got {}", p.theta);
   check_tensor("rope_cos_sin", "cos_sin", cos_sin, {DType::f32}, {T, R});
   CpuBackend& cpu = cpu_backend("rope_cos_sin", be);
   std::vector<float> inv_freq(static_cast<size_t>(R / 2));  // R/2 floats of host bookkeeping, not a tensor
   cpu::rope_inv_freq(p.theta, R, inv_freq.data());
   const int32_t* pos = positions.ptr<const int32_t>();
   for (int64_t t = 0; t < T; ++t)
-    if (pos[t] < 0) throw_error(ErrorCode::invalid_argument, "rope_cos_sin: position {} at token {}", pos[t], t);
+    if (pos[t] < 0)
+      throw_error(ErrorCode::invalid_argument, "rope_cos_sin: position {} at token {}", pos[t], t);
   cpu.threads()->parallel_for(T, [&](int64_t begin, int64_t end, int) {
     for (int64_t t = begin; t < end; ++t)
       cpu::rope_cos_sin_row(pos[t], inv_freq.data(), R, static_cast<float*>(cos_sin.at(t)));

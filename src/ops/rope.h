@@ -27,6 +27,8 @@ void rope(Backend& be, const Tensor& x, const Tensor& cos_sin, Tensor& out);
 void rope(Backend& be, const Tensor& x, const Tensor& positions, Tensor& out, const RopeParams& p);
 
 // Workspace of the one-call form (the table, T × rotary_dim f32); the table form takes none.
-constexpr int64_t rope_workspace_bytes(int64_t T, int64_t rotary_dim) { return T * rotary_dim * 4; }
+constexpr int64_t rope_workspace_bytes(int64_t T, int64_t rotary_dim) {
+  return T * rotary_dim * 4;
+}
 
 }  // namespace keel::ops

@@ -7,7 +7,9 @@
 
 namespace keel::ops {
 
-inline int64_t row_count(const Tensor& t) { return t.ndim() == 0 ? 1 : t.numel() / (t.dim(-1) ? t.dim(-1) : 1); }
+inline int64_t row_count(const Tensor& t) {
+  return t.ndim() == 0 ? 1 : t.numel() / (t.dim(-1) ? t.dim(-1) : 1);
+}
 
 // Address of the first element of row r (64-bit offsets).
 inline char* row_ptr(const Tensor& t, int64_t r) {
@@ -19,7 +21,9 @@ inline char* row_ptr(const Tensor& t, int64_t r) {
   return static_cast<char*>(t.at(idx[0], idx[1], idx[2], idx[3]));
 }
 
-inline float* row_f32(const Tensor& t, int64_t r) { return reinterpret_cast<float*>(row_ptr(t, r)); }
+inline float* row_f32(const Tensor& t, int64_t r) {
+  return reinterpret_cast<float*>(row_ptr(t, r));
+}
 
 // Same rank and sizes.
 inline bool same_shape(const Tensor& a, const Tensor& b) {

@@ -38,7 +38,8 @@ struct Filtered {
   float temperature = 1;
 };
 
-Filtered filter(Backend& be, const Tensor& logits, const SamplingParams& p, std::span<const int32_t> history) {
+Filtered filter(Backend& be, const Tensor& logits, const SamplingParams& p,
+                std::span<const int32_t> history) {
   check_contiguous("sample", "logits", logits, {DType::f32}, {kAnyDim});
   check_params(p);
   cpu_backend("sample", be);
@@ -46,8 +47,8 @@ Filtered filter(Backend& be, const Tensor& logits, const SamplingParams& p, std:
   if (V == 0) throw_error(ErrorCode::invalid_argument, "sample: empty logits");
   for (int64_t i = 0; i < H; ++i)
     if (history[i] < 0 || history[i] >= V)
-      throw_error(ErrorCode::invalid_argument, "sample: history token {} at {} is outside the vocabulary of {}",
-                  history[i], i, V);
+      throw_error(ErrorCode::invalid_argument,
+                  "sample: history token {} at {} is outside the vocabulary of {}", history[i], i, V);
   Filtered f;
   f.cand_storage = Tensor::empty(be.pool(), DType::u8, {V * 8}, "sampling candidates");
   if (H > 0) {
@@ -55,11 +56,12 @@ Filtered filter(Backend& be, const Tensor& logits, const SamplingParams& p, std:
     std::memcpy(f.history_storage.data(), history.data(), static_cast<size_t>(H) * 4);
   }
   auto* cand = f.cand_storage.ptr<cpu::Candidate>();
-  cpu::SamplerConfig c{p.temperature,        p.top_k,           p.top_p,          p.min_p,
-                       p.repetition_penalty, p.presence_penalty, p.frequency_penalty};
+  cpu::SamplerConfig c{
+      p.temperature,      p.top_k, p.top_p, p.min_p, p.repetition_penalty, p.presence_penalty,
+      p.frequency_penalty};
   bool sorted = false;
-  f.count = cpu::filter_candidates(logits.ptr<const float>(), V, H ? f.history_storage.ptr<int32_t>() : nullptr, H,
-                                   c, cand, &sorted);
+  f.count = cpu::filter_candidates(logits.ptr<const float>(), V,
+                                   H ? f.history_storage.ptr<int32_t>() : nullptr, H, c, cand, &sorted);
   f.cand = cand;
   f.temperature = p.temperature > 0 ? p.temperature : 1.0f;
   f.max_logit = std::min_element(cand, cand + f.count, cpu::better)->logit;
@@ -81,7 +83,9 @@ void argmax(Backend& be, const Tensor& logits, Tensor& out) {
   });
 }
 
-int64_t top_k_workspace_bytes(int64_t k) { return k * 8; }
+int64_t top_k_workspace_bytes(int64_t k) {
+  return k * 8;
+}
 
 void top_k(Backend& be, const Tensor& logits, int64_t k, Tensor& values, Tensor& indices) {
   check_tensor("top_k", "logits", logits, {DType::f32}, {kAnyDim, kAnyDim});
@@ -101,7 +105,9 @@ void top_k(Backend& be, const Tensor& logits, int64_t k, Tensor& values, Tensor&
   }
 }
 
-int64_t sample_workspace_bytes(int64_t vocab, int64_t history_len) { return vocab * 8 + history_len * 4; }
+int64_t sample_workspace_bytes(int64_t vocab, int64_t history_len) {
+  return vocab * 8 + history_len * 4;
+}
 
 int32_t sample(Backend& be, const Tensor& logits, const SamplingParams& p, std::span<const int32_t> history,
                SamplerRng& rng) {
@@ -123,7 +129,8 @@ void sampling_distribution(Backend& be, const Tensor& logits, const SamplingPara
   float* out = probs.ptr<float>();
   std::fill(out, out + probs.dim(0), 0.0f);
   for (int64_t i = 0; i < f.count; ++i)
-    out[f.cand[i].id] = static_cast<float>(cpu::candidate_weight(f.cand[i], f.max_logit, f.temperature) / f.total);
+    out[f.cand[i].id] =
+        static_cast<float>(cpu::candidate_weight(f.cand[i], f.max_logit, f.temperature) / f.total);
 }
 
 }  // namespace keel::ops

@@ -4,8 +4,8 @@
 //                            negative one multiplied;
 //   presence_penalty / frequency_penalty (OpenAI): logit −= presence·[count > 0] + frequency·count;
 //   top_k: keep the k best (0: off); top_p: keep the shortest best-first prefix whose probability (softmax at
-//   temperature 1 over what is left) reaches top_p, the crossing token included (1: off); min_p: keep tokens with
-//   p ≥ min_p · p_max (0: off); temperature: divide the survivors' logits, draw from their softmax.
+//   temperature 1 over what is left) reaches top_p, the crossing token included (1: off); min_p: keep tokens
+//   with p ≥ min_p · p_max (0: off); temperature: divide the survivors' logits, draw from their softmax.
 //   temperature 0 is greedy: the best logit after penalties (ties: the lowest id).
 // Ties in every ordering break toward the lower token id. A draw is a pure function of (logits, params,
 // history, RNG state), so a seed reproduces a completion.
@@ -20,10 +20,10 @@
 namespace keel::ops {
 
 struct SamplingParams {
-  float temperature = 1.0f;  // ≥ 0; 0: greedy
-  int32_t top_k = 0;         // ≤ 0: off
-  float top_p = 1.0f;        // (0, 1]; 1: off
-  float min_p = 0.0f;        // [0, 1]; 0: off
+  float temperature = 1.0f;         // ≥ 0; 0: greedy
+  int32_t top_k = 0;                // ≤ 0: off
+  float top_p = 1.0f;               // (0, 1]; 1: off
+  float min_p = 0.0f;               // [0, 1]; 0: off
   float repetition_penalty = 1.0f;  // > 0; 1: off
   float presence_penalty = 0.0f;
   float frequency_penalty = 0.0f;
@@ -49,7 +49,8 @@ int64_t top_k_workspace_bytes(int64_t k);
 // picks the window: the generated tokens, or prompt + generated as HF does).
 int32_t sample(Backend& be, const Tensor& logits, const SamplingParams& p, std::span<const int32_t> history,
                SamplerRng& rng);
-// The distribution sample() draws from, as probabilities f32 [V] (0 for filtered tokens); for tests and logprobs.
+// The distribution sample() draws from, as probabilities f32 [V] (0 for filtered tokens); for tests and
+// logprobs.
 void sampling_distribution(Backend& be, const Tensor& logits, const SamplingParams& p,
                            std::span<const int32_t> history, Tensor& probs);
 // Both take V × 8 (candidates) + history × 4 (a sorted copy) bytes from the pool.

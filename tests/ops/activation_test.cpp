@@ -79,7 +79,8 @@ TEST(Activation, GatedProductMatchesReference) {
 }
 
 // Every element takes the same vector path wherever it sits, so its bits do not depend on the batch, the row
-// offset or the thread count. (Across ISAs they may differ: GCC contracts a·b + c into FMA under AVX2/AVX-512.)
+// offset or the thread count. (Across ISAs they may differ: GCC contracts a·b + c into FMA under
+// AVX2/AVX-512.)
 TEST(Activation, BitsIndependentOfBatchAndThreads) {
   KEEL_TEST_RNG(rng);
   std::vector<OpBackend*> all = op_backends();

@@ -1,5 +1,6 @@
 // ops::causal_conv1d against ops/reference/conv1d_ref (double), on every backend: outputs and carried state,
-// every split of a sequence into pieces (chunks shorter than the kernel, one token at a time), awkward widths.
+// every split of a sequence into pieces (chunks shorter than the kernel, one token at a time), awkward
+// widths.
 #include "ops/conv1d.h"
 
 #include <fmt/ranges.h>
@@ -55,8 +56,8 @@ TEST(CausalConv1d, OutputAndStateMatchReference) {
             int64_t peak = pool_peak_during(
                 ob->pool(), [&] { ops::causal_conv1d(ob->be(), s.x, s.w, s.bias, state, out, {silu}); });
             std::vector<double> ref_state = values(s.state0);
-            std::vector<double> ref = ref::causal_conv1d(values(s.x), values(s.w), values(s.bias), ref_state, T, C,
-                                                         K, silu);
+            std::vector<double> ref =
+                ref::causal_conv1d(values(s.x), values(s.w), values(s.bias), ref_state, T, C, K, silu);
             expect_conv_close(out, ref, silu);
             EXPECT_TRUE(all_close(state, ref_state, 0, 0)) << "state holds the last K−1 inputs exactly";
             EXPECT_TRUE(workspace_ok(peak, ops::causal_conv1d_workspace_bytes(C, wt)));

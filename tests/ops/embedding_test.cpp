@@ -24,7 +24,8 @@ TEST(Embedding, RowsOfEveryDtypeExactly) {
       for (int64_t T : {1, 9}) {
         Tensor table = random_tensor(*ob, rng, dt, {50, 33}, 3.0);
         std::vector<double> id_values = {0, 49};
-        while (static_cast<int64_t>(id_values.size()) < T) id_values.push_back(static_cast<double>(rng.integer(0, 49)));
+        while (static_cast<int64_t>(id_values.size()) < T)
+          id_values.push_back(static_cast<double>(rng.integer(0, 49)));
         id_values.resize(static_cast<size_t>(T));
         Tensor ids = tensor_from(*ob, DType::i32, {T}, id_values);
         Tensor out = nan_tensor(*ob, {T, 33});
@@ -46,7 +47,8 @@ TEST(Embedding, IdOutsideVocabularyIsAClearError) {
       FAIL() << "id " << bad << " accepted";
     } catch (const Error& e) {
       EXPECT_EQ(e.code(), ErrorCode::invalid_argument);
-      EXPECT_NE(std::string(e.what()).find("at position 1 is outside the vocabulary of 10"), std::string::npos)
+      EXPECT_NE(std::string(e.what()).find("at position 1 is outside the vocabulary of 10"),
+                std::string::npos)
           << e.what();
     }
     EXPECT_TRUE(std::isnan(element(out, 0))) << "wrote before checking every id";

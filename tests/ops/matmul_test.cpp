@@ -26,9 +26,9 @@ TEST(Matmul, MatchesReferenceAtAwkwardSizes) {
   KEEL_TEST_RNG(rng);
   // T = 1 and < 8 (in-register widening), ≥ 8 (panels; T mod 6 = 1, 2, 3, 4); in not a multiple of 8/16 and
   // > 512 (k blocks); out odd, > one panel of 64.
-  const Shape shapes[] = {{1, 1, 1},     {1, 37, 5},    {2, 16, 3},    {3, 64, 17},  {5, 100, 33},
-                          {7, 129, 65},  {8, 8, 16},    {9, 200, 130}, {37, 47, 71}, {13, 513, 19},
-                          {64, 64, 64},  {1, 1000, 257}, {10, 1100, 70}, {11, 40, 9}};
+  const Shape shapes[] = {{1, 1, 1},    {1, 37, 5},     {2, 16, 3},     {3, 64, 17},  {5, 100, 33},
+                          {7, 129, 65}, {8, 8, 16},     {9, 200, 130},  {37, 47, 71}, {13, 513, 19},
+                          {64, 64, 64}, {1, 1000, 257}, {10, 1100, 70}, {11, 40, 9}};
   for (OpBackend* ob : op_backends()) {
     SCOPED_TRACE(ob->name);
     for (DType wt : {DType::f32, DType::bf16, DType::f16})
@@ -39,8 +39,8 @@ TEST(Matmul, MatchesReferenceAtAwkwardSizes) {
         Tensor y = nan_tensor(*ob, {s.T, s.out});
         int64_t peak = pool_peak_during(ob->pool(), [&] { ops::matmul(ob->be(), x, w, y); });
         expect_matches(y, ref::matmul(values(x), values(w), {}, s.T, s.in, s.out), s.in);
-        EXPECT_TRUE(workspace_ok(peak, ops::matmul_workspace_bytes(s.T, s.in, s.out, wt,
-                                                                   ob->be().threads()->size())));
+        EXPECT_TRUE(workspace_ok(
+            peak, ops::matmul_workspace_bytes(s.T, s.in, s.out, wt, ob->be().threads()->size())));
       }
   }
 }
@@ -50,7 +50,8 @@ TEST(Matmul, BiasAndStridedRows) {
   for (OpBackend* ob : op_backends()) {
     SCOPED_TRACE(ob->name);
     for (int64_t T : {1, 11}) {
-      // x is columns [3, 3 + 45) of a [T, 60] tensor; w rows 2..31 of a [40, 45] tensor; y a column slice too.
+      // x is columns [3, 3 + 45) of a [T, 60] tensor; w rows 2..31 of a [40, 45] tensor; y a column slice
+      // too.
       Tensor xs = random_tensor(*ob, rng, DType::f32, {T, 60});
       Tensor ws = random_tensor(*ob, rng, DType::bf16, {40, 45});
       Tensor bias = random_tensor(*ob, rng, DType::f32, {30});
@@ -63,8 +64,8 @@ TEST(Matmul, BiasAndStridedRows) {
   }
 }
 
-// docs/OPS.md batch invariance: a row's bits do not depend on T, on the path (T = 1 widens weights in registers,
-// T = 37 through panels and k blocks of 512), or on the thread count.
+// docs/OPS.md batch invariance: a row's bits do not depend on T, on the path (T = 1 widens weights in
+// registers, T = 37 through panels and k blocks of 512), or on the thread count.
 TEST(Matmul, BatchInvariantBitwise) {
   KEEL_TEST_RNG(rng);
   std::vector<OpBackend*> all = op_backends();
@@ -95,8 +96,8 @@ TEST(Matmul, BatchInvariantBitwise) {
   }
 }
 
-// Offsets past 2^31 and 2^32: x, w and y rows 2^32 + 64 bytes apart in a sparse address range (pages committed
-// only where rows live). T = 9 takes the panel path, T = 2 the in-register path.
+// Offsets past 2^31 and 2^32: x, w and y rows 2^32 + 64 bytes apart in a sparse address range (pages
+// committed only where rows live). T = 9 takes the panel path, T = 2 the in-register path.
 TEST(Matmul, RowStridesPastTwoToThe32) {
   KEEL_TEST_RNG(rng);
   const int64_t stride = (int64_t{1} << 32) + 64, in = 40, out = 3;

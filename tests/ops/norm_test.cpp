@@ -77,8 +77,8 @@ TEST(GatedRmsNorm, Mamba2GateThenNormOverGroups) {
       EXPECT_TRUE(all_close(y, ref, kAtol, kRtol));
       EXPECT_TRUE(workspace_ok(peak, ops::norm_workspace_bytes()));
       // The other order is a different function (the test would catch a swap).
-      EXPECT_FALSE(all_close(y, ref::rms_norm_then_gate(values(x), values(z), values(w), 48, 12, 1e-5), kAtol,
-                             kRtol));
+      EXPECT_FALSE(
+          all_close(y, ref::rms_norm_then_gate(values(x), values(z), values(w), 48, 12, 1e-5), kAtol, kRtol));
       ops::gated_rms_norm(ob->be(), x, z, w, z, p);  // in place over z
       EXPECT_TRUE(bitwise_equal(z, y));
     }
@@ -112,7 +112,8 @@ TEST(L2Norm, MatchesReferenceIncludingZeroRows) {
   for (OpBackend* ob : op_backends()) {
     SCOPED_TRACE(ob->name);
     Tensor x = norm_input(*ob, rng, {4, 2, 33});
-    for (int64_t i = 0; i < 33; ++i) set_element(x, 33 + i, 0.0);  // row 1 all zeros → zeros (eps keeps it finite)
+    for (int64_t i = 0; i < 33; ++i)
+      set_element(x, 33 + i, 0.0);  // row 1 all zeros → zeros (eps keeps it finite)
     Tensor y = nan_tensor(*ob, {4, 2, 33});
     ops::l2_norm(ob->be(), x, y, 1e-6f);
     EXPECT_TRUE(all_close(y, ref::l2_norm(values(x), 33, 1e-6), kAtol, kRtol));

@@ -1,5 +1,6 @@
 // The one harness every op test uses (docs/OPS.md): the backends to run on, fresh random inputs with the seed
-// printed on failure, tolerance checks that name the worst element, bitwise equality, and workspace measurement.
+// printed on failure, tolerance checks that name the worst element, bitwise equality, and workspace
+// measurement.
 //
 //   TEST(Rope, MatchesReference) {
 //     KEEL_TEST_RNG(rng);                               // fresh seed; KEEL_TEST_SEED=<n> replays one
@@ -39,7 +40,8 @@
 
 namespace keel::testing {
 
-// ---- backends ---------------------------------------------------------------------------------------------------
+// ---- backends
+// ---------------------------------------------------------------------------------------------------
 
 struct OpBackend {
   std::string name;
@@ -49,10 +51,10 @@ struct OpBackend {
   MemoryPool& pool() { return *pool_; }
 };
 
-// Every backend the op tests run on, built once per test binary: a CpuBackend for each ISA this CPU has (generic,
-// avx2, avx512, avx512_bf16; KEEL_CPU_ISA caps the list) with 3 threads (more threads than the CI's cores, so
-// uneven splits happen), plus the best ISA with 1 thread. Each has its own pool (1 GiB limit) so workspace
-// peaks are per backend. Later: a CUDA backend when built with KEEL_CUDA.
+// Every backend the op tests run on, built once per test binary: a CpuBackend for each ISA this CPU has
+// (generic, avx2, avx512, avx512_bf16; KEEL_CPU_ISA caps the list) with 3 threads (more threads than the CI's
+// cores, so uneven splits happen), plus the best ISA with 1 thread. Each has its own pool (1 GiB limit) so
+// workspace peaks are per backend. Later: a CUDA backend when built with KEEL_CUDA.
 inline std::vector<OpBackend*> op_backends() {
   static std::vector<std::unique_ptr<OpBackend>> all = [] {
     std::vector<std::unique_ptr<OpBackend>> v;
@@ -73,23 +75,31 @@ inline std::vector<OpBackend*> op_backends() {
   return out;
 }
 
-// ---- random inputs ----------------------------------------------------------------------------------------------
+// ---- random inputs
+// ----------------------------------------------------------------------------------------------
 
 // A fresh seed per test (std::random_device), or KEEL_TEST_SEED=<n> to replay a failure.
 class TestRng {
  public:
   TestRng() {
     const char* env = std::getenv("KEEL_TEST_SEED");
-    seed_ = env ? std::strtoull(env, nullptr, 10) : (uint64_t{std::random_device{}()} << 32) ^ std::random_device{}();
+    seed_ = env ? std::strtoull(env, nullptr, 10)
+                : (uint64_t{std::random_device{}()} << 32) ^ std::random_device{}();
     gen_.seed(seed_);
   }
   uint64_t seed() const { return seed_; }
   std::string describe() const {
     return "random seed " + std::to_string(seed_) + " (replay: KEEL_TEST_SEED=" + std::to_string(seed_) + ")";
   }
-  double uniform(double lo = -1.0, double hi = 1.0) { return std::uniform_real_distribution<double>(lo, hi)(gen_); }
-  double normal(double mean = 0.0, double stddev = 1.0) { return std::normal_distribution<double>(mean, stddev)(gen_); }
-  int64_t integer(int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(gen_); }  // [lo, hi]
+  double uniform(double lo = -1.0, double hi = 1.0) {
+    return std::uniform_real_distribution<double>(lo, hi)(gen_);
+  }
+  double normal(double mean = 0.0, double stddev = 1.0) {
+    return std::normal_distribution<double>(mean, stddev)(gen_);
+  }
+  int64_t integer(int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(gen_);
+  }  // [lo, hi]
   std::mt19937_64& engine() { return gen_; }
 
  private:
@@ -98,11 +108,12 @@ class TestRng {
 };
 
 // Declares `TestRng var` and puts its seed on every failure message in the enclosing scope.
-#define KEEL_TEST_RNG(var)          \
-  ::keel::testing::TestRng var;     \
+#define KEEL_TEST_RNG(var)      \
+  ::keel::testing::TestRng var; \
   SCOPED_TRACE(var.describe())
 
-// ---- moving values in and out ----------------------------------------------------------------------------------
+// ---- moving values in and out
+// ----------------------------------------------------------------------------------
 
 // The element at flat row-major index `i` of the view's shape, as double (f32/f16/bf16/i32/i64).
 inline double element(const Tensor& t, int64_t i) {
@@ -151,7 +162,8 @@ inline std::vector<double> values(const Tensor& t) {
 inline Tensor tensor_from(OpBackend& ob, DType dtype, std::initializer_list<int64_t> shape,
                           const std::vector<double>& v, std::string_view what = "test input") {
   Tensor t = Tensor::empty(ob.pool(), dtype, shape, what);
-  EXPECT_EQ(static_cast<int64_t>(v.size()), t.numel()) << "tensor_from: value count vs shape " << t.shape_string();
+  EXPECT_EQ(static_cast<int64_t>(v.size()), t.numel())
+      << "tensor_from: value count vs shape " << t.shape_string();
   for (int64_t i = 0; i < t.numel() && i < static_cast<int64_t>(v.size()); ++i)
     set_element(t, i, v[static_cast<size_t>(i)]);
   return t;
@@ -166,13 +178,15 @@ inline Tensor random_tensor(OpBackend& ob, TestRng& rng, DType dtype, std::initi
 }
 
 // An output tensor filled with NaN, so an element the kernel forgets to write fails every comparison.
-inline Tensor nan_tensor(OpBackend& ob, std::initializer_list<int64_t> shape, std::string_view what = "output") {
+inline Tensor nan_tensor(OpBackend& ob, std::initializer_list<int64_t> shape,
+                         std::string_view what = "output") {
   Tensor t = Tensor::empty(ob.pool(), DType::f32, shape, what);
   for (int64_t i = 0; i < t.numel(); ++i) t.ptr<float>()[i] = std::nanf("");
   return t;
 }
 
-// ---- comparisons ------------------------------------------------------------------------------------------------
+// ---- comparisons
+// ------------------------------------------------------------------------------------------------
 
 inline double max_abs(const std::vector<double>& v) {
   double m = 0;
@@ -180,8 +194,8 @@ inline double max_abs(const std::vector<double>& v) {
   return m;
 }
 
-// |actual − ref| ≤ atol + rtol·|ref| for every element (NaN anywhere fails). On failure: how many fail, and the
-// worst one (largest excess over its allowance) with its index, both values and the allowance.
+// |actual − ref| ≤ atol + rtol·|ref| for every element (NaN anywhere fails). On failure: how many fail, and
+// the worst one (largest excess over its allowance) with its index, both values and the allowance.
 inline ::testing::AssertionResult all_close(const std::vector<double>& actual, const std::vector<double>& ref,
                                             double atol, double rtol) {
   if (actual.size() != ref.size())
@@ -200,11 +214,11 @@ inline ::testing::AssertionResult all_close(const std::vector<double>& actual, c
     }
   }
   if (bad == 0) return ::testing::AssertionSuccess() << "max |diff| " << max_diff;
-  return ::testing::AssertionFailure() << bad << " of " << ref.size() << " elements outside atol " << atol
-                                       << " + rtol " << rtol << "·|ref|; worst at flat index " << worst
-                                       << ": actual " << actual[worst] << ", reference " << ref[worst] << ", |diff| "
-                                       << std::fabs(actual[worst] - ref[worst]) << ", allowed "
-                                       << atol + rtol * std::fabs(ref[worst]);
+  return ::testing::AssertionFailure()
+         << bad << " of " << ref.size() << " elements outside atol " << atol << " + rtol " << rtol
+         << "·|ref|; worst at flat index " << worst << ": actual " << actual[worst] << ", reference "
+         << ref[worst] << ", |diff| " << std::fabs(actual[worst] - ref[worst]) << ", allowed "
+         << atol + rtol * std::fabs(ref[worst]);
 }
 
 inline ::testing::AssertionResult all_close(const Tensor& actual, const std::vector<double>& ref, double atol,
@@ -215,21 +229,24 @@ inline ::testing::AssertionResult all_close(const Tensor& actual, const std::vec
 // Same shape, dtype and bits in every element (the batch-invariance and pieces-vs-whole checks).
 inline ::testing::AssertionResult bitwise_equal(const Tensor& a, const Tensor& b) {
   if (a.numel() != b.numel() || a.dtype() != b.dtype())
-    return ::testing::AssertionFailure() << "shape/dtype differ: " << a.shape_string() << " " << dtype_name(a.dtype())
-                                         << " vs " << b.shape_string() << " " << dtype_name(b.dtype());
+    return ::testing::AssertionFailure()
+           << "shape/dtype differ: " << a.shape_string() << " " << dtype_name(a.dtype()) << " vs "
+           << b.shape_string() << " " << dtype_name(b.dtype());
   int64_t size = dtype_info(a.dtype()).block_bytes;
   for (int64_t i = 0; i < a.numel(); ++i) {
     int64_t ia[kMaxDims] = {0, 0, 0, 0}, ib[kMaxDims] = {0, 0, 0, 0}, r = i, s = i;
     for (int d = a.ndim() - 1; d >= 0; --d) ia[d] = r % a.dim(d), r /= a.dim(d);
     for (int d = b.ndim() - 1; d >= 0; --d) ib[d] = s % b.dim(d), s /= b.dim(d);
-    if (std::memcmp(a.at(ia[0], ia[1], ia[2], ia[3]), b.at(ib[0], ib[1], ib[2], ib[3]), static_cast<size_t>(size)))
+    if (std::memcmp(a.at(ia[0], ia[1], ia[2], ia[3]), b.at(ib[0], ib[1], ib[2], ib[3]),
+                    static_cast<size_t>(size)))
       return ::testing::AssertionFailure() << "first difference at flat index " << i << ": " << element(a, i)
                                            << " vs " << element(b, i) << " (of " << a.numel() << ")";
   }
   return ::testing::AssertionSuccess();
 }
 
-// ---- workspace --------------------------------------------------------------------------------------------------
+// ---- workspace
+// --------------------------------------------------------------------------------------------------
 
 // Bytes the pool's high-water mark rose above its in_use before `fn` (allocate outputs before calling this).
 inline int64_t pool_peak_during(MemoryPool& pool, const std::function<void()>& fn) {
@@ -248,18 +265,20 @@ inline ::testing::AssertionResult workspace_ok(int64_t measured, int64_t planned
                                        << planned << " bytes (need measured ≤ planned ≤ 1.25·measured)";
 }
 
-// ---- offsets past 2^31 -----------------------------------------------------------------------------------------
+// ---- offsets past 2^31
+// -----------------------------------------------------------------------------------------
 
 // A large range of address space (PROT_NONE, nothing committed) in which tests make small pieces readable and
-// writable, so a view whose byte strides exceed 2^31 (or 2^32) can be real memory without allocating gigabytes:
+// writable, so a view whose byte strides exceed 2^31 (or 2^32) can be real memory without allocating
+// gigabytes:
 //   SparseArena arena(int64_t{40} << 30);
 //   char* row5 = arena.commit(5 * stride, 4096);   // only these pages become usable
 // A kernel that computes an offset in 32 bits touches a PROT_NONE page (the test crashes) or the wrong row.
 class SparseArena {
  public:
   explicit SparseArena(int64_t bytes) : bytes_(bytes) {
-    base_ = ::mmap(nullptr, static_cast<size_t>(bytes), PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                   -1, 0);
+    base_ = ::mmap(nullptr, static_cast<size_t>(bytes), PROT_NONE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (base_ == MAP_FAILED) base_ = nullptr;
   }
   ~SparseArena() {

@@ -36,7 +36,8 @@ TEST(OpHarness, BitwiseEqualSeesOneUlp) {
 TEST(OpHarness, ValuesRoundTripEveryDtype) {
   KEEL_TEST_RNG(rng);
   OpBackend& ob = *op_backends().front();
-  Tensor h = tensor_from(ob, DType::bf16, {3}, {1.0, 1.00390625, 3.0});  // 1 + 2^-8 is a bf16 tie: rounds to even
+  Tensor h =
+      tensor_from(ob, DType::bf16, {3}, {1.0, 1.00390625, 3.0});  // 1 + 2^-8 is a bf16 tie: rounds to even
   EXPECT_EQ(values(h), (std::vector<double>{1.0, 1.0, 3.0}));
   Tensor f = tensor_from(ob, DType::f16, {2}, {0.5, 65504.0});
   EXPECT_EQ(values(f), (std::vector<double>{0.5, 65504.0}));

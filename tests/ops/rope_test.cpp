@@ -1,4 +1,5 @@
-// ops/rope.h against ops/reference/rope_ref (double rotation, transformers' float32 angles), on every backend.
+// ops/rope.h against ops/reference/rope_ref (double rotation, transformers' float32 angles), on every
+// backend.
 #include "ops/rope.h"
 
 #include "core/error.h"
@@ -32,8 +33,11 @@ Tensor positions_tensor(OpBackend& ob, const std::vector<int64_t>& p) {
 // per element, |error| ≲ 4·2^-24·(|a| + |b|): atol 5e-7·max|x|, rtol 1e-6.
 TEST(Rope, MatchesReferenceAtAnyOffset) {
   KEEL_TEST_RNG(rng);
-  const Case cases[] = {{1, 1, 64, 1.0, 1e4},   {5, 3, 80, 0.5, 1e4},  {33, 2, 256, 0.25, 1e7},
-                        {7, 4, 128, 1.0, 1e6},  {2, 1, 6, 1.0, 5e5}};
+  const Case cases[] = {{1, 1, 64, 1.0, 1e4},
+                        {5, 3, 80, 0.5, 1e4},
+                        {33, 2, 256, 0.25, 1e7},
+                        {7, 4, 128, 1.0, 1e6},
+                        {2, 1, 6, 1.0, 5e5}};
   for (OpBackend* ob : op_backends()) {
     SCOPED_TRACE(ob->name);
     for (const Case& c : cases) {
@@ -67,7 +71,8 @@ TEST(Rope, MatchesReferenceAtAnyOffset) {
 TEST(Rope, CosSinTableIsRoundedCosOfHfAngle) {
   KEEL_TEST_RNG(rng);
   OpBackend& ob = *op_backends().back();
-  std::vector<int64_t> pos = {0, 1, 2, 17, 4095, 32768, 65535, 131071, static_cast<int64_t>(rng.integer(0, 1 << 20))};
+  std::vector<int64_t> pos = {
+      0, 1, 2, 17, 4095, 32768, 65535, 131071, static_cast<int64_t>(rng.integer(0, 1 << 20))};
   Tensor p = positions_tensor(ob, pos);
   const int64_t R = 64;
   Tensor table = nan_tensor(ob, {static_cast<int64_t>(pos.size()), R});

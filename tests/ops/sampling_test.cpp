@@ -48,8 +48,7 @@ std::vector<double> expected_distribution(std::vector<double> l, const SamplingP
       }
     }
   }
-  if (p.min_p > 0)
-    std::erase_if(order, [&](int64_t id) { return std::exp(l[id] - lmax) < p.min_p; });
+  if (p.min_p > 0) std::erase_if(order, [&](int64_t id) { return std::exp(l[id] - lmax) < p.min_p; });
   double z = 0;
   for (int64_t id : order) z += std::exp((l[id] - lmax) / p.temperature);
   for (int64_t id : order) out[static_cast<size_t>(id)] = std::exp((l[id] - lmax) / p.temperature) / z;
@@ -88,9 +87,8 @@ TEST(Sampling, DistributionMatchesIndependentComputation) {
     Tensor logits = nan_tensor(ob, {40});
     for (int64_t i = 0; i < 40; ++i) set_element(logits, i, rng.normal(0, 2));
     Tensor probs = nan_tensor(ob, {40});
-    int64_t peak = pool_peak_during(ob.pool(), [&] {
-      ops::sampling_distribution(ob.be(), logits, c.p, c.history, probs);
-    });
+    int64_t peak = pool_peak_during(
+        ob.pool(), [&] { ops::sampling_distribution(ob.be(), logits, c.p, c.history, probs); });
     std::vector<double> want = expected_distribution(values(logits), c.p, c.history);
     EXPECT_TRUE(all_close(probs, want, 1e-7, 1e-5));
     for (int64_t i = 0; i < 40; ++i)  // the same support exactly
@@ -111,7 +109,8 @@ TEST(Sampling, DrawsFollowTheDistribution) {
     ops::SamplerRng sampler(rng.engine()());
     const int n = 20000;
     std::vector<int> counts(40, 0);
-    for (int i = 0; i < n; ++i) ++counts[static_cast<size_t>(ops::sample(ob.be(), logits, c.p, c.history, sampler))];
+    for (int i = 0; i < n; ++i)
+      ++counts[static_cast<size_t>(ops::sample(ob.be(), logits, c.p, c.history, sampler))];
     double chi2 = 0, rest_expected = 0, rest_seen = 0;
     int bins = 0;
     for (size_t i = 0; i < 40; ++i) {
@@ -126,15 +125,16 @@ TEST(Sampling, DrawsFollowTheDistribution) {
       }
       chi2 += (counts[i] - e) * (counts[i] - e) / e, ++bins;
     }
-    if (rest_expected >= 5) chi2 += (rest_seen - rest_expected) * (rest_seen - rest_expected) / rest_expected, ++bins;
+    if (rest_expected >= 5)
+      chi2 += (rest_seen - rest_expected) * (rest_seen - rest_expected) / rest_expected, ++bins;
     if (bins >= 2) {
       EXPECT_LT(chi2, chi2_critical(bins - 1)) << bins << " bins";
     }
   }
 }
 
-// Hand-worked: softmax(2, 1, 0, −1) = .644, .237, .087, .032; top_p 0.7 keeps {0, 1} (0.644 < 0.7, then 0.881),
-// renormalized to e²/(e² + e) = .731 and .269.
+// Hand-worked: softmax(2, 1, 0, −1) = .644, .237, .087, .032; top_p 0.7 keeps {0, 1} (0.644 < 0.7, then
+// 0.881), renormalized to e²/(e² + e) = .731 and .269.
 TEST(Sampling, TopPKeepsTheCrossingToken) {
   OpBackend& ob = *op_backends().back();
   Tensor logits = tensor_from(ob, DType::f32, {4}, {2, 1, 0, -1});
@@ -164,7 +164,8 @@ TEST(Sampling, PenaltiesThenGreedy) {
   EXPECT_TRUE(all_close(probs, {std::exp(0.25) / z, std::exp(-3.0) / z, std::exp(0.5) / z}, 1e-7, 1e-6));
 }
 
-// A large flat-ish vocabulary makes top_p keep thousands of tokens (the partial sort grows past 64, 256, 1024).
+// A large flat-ish vocabulary makes top_p keep thousands of tokens (the partial sort grows past 64, 256,
+// 1024).
 TEST(Sampling, TopPOverALargeVocabulary) {
   KEEL_TEST_RNG(rng);
   OpBackend& ob = *op_backends().back();
@@ -226,7 +227,8 @@ TEST(TopK, BestFirstWithLowerIdOnTies) {
   for (int64_t r = 0; r < 3; ++r) {
     std::vector<int64_t> order(300);
     std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return v[r * 300 + a] > v[r * 300 + b]; });
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int64_t a, int64_t b) { return v[r * 300 + a] > v[r * 300 + b]; });
     for (int64_t i = 0; i < 7; ++i) {
       EXPECT_EQ(element(idx, r * 7 + i), order[i]) << "row " << r << " rank " << i;
       EXPECT_EQ(element(vals, r * 7 + i), v[r * 300 + order[i]]);

@@ -93,11 +93,13 @@ struct Kernels {
   void (*softmax)(const float*, float*, int64_t);
 };
 
-#define KEEL_ACTIVATION_KERNELS(name, target, W)                                                      \
-  target void name##_unary(Unary f, const float* x, const float* u, float* y, int64_t n) {         \
-    unary_span<W>(f, x, u, y, n);                                                                   \
-  }                                                                                                 \
-  target void name##_softmax(const float* x, float* y, int64_t n) { softmax_span<W>(x, y, n); }   \
+#define KEEL_ACTIVATION_KERNELS(name, target, W)                                           \
+  target void name##_unary(Unary f, const float* x, const float* u, float* y, int64_t n) { \
+    unary_span<W>(f, x, u, y, n);                                                          \
+  }                                                                                        \
+  target void name##_softmax(const float* x, float* y, int64_t n) {                        \
+    softmax_span<W>(x, y, n);                                                              \
+  }                                                                                        \
   constexpr Kernels name{name##_unary, name##_softmax};
 
 KEEL_ACTIVATION_KERNELS(k_generic, , 4)
@@ -112,13 +114,17 @@ const Kernels& kernels_for(CpuIsa isa) {
 
 }  // namespace
 
-void unary(CpuIsa isa, Unary f, const float* x, float* y, int64_t n) { kernels_for(isa).unary(f, x, nullptr, y, n); }
+void unary(CpuIsa isa, Unary f, const float* x, float* y, int64_t n) {
+  kernels_for(isa).unary(f, x, nullptr, y, n);
+}
 
 void unary_mul(CpuIsa isa, Unary f, const float* g, const float* u, float* y, int64_t n) {
   kernels_for(isa).unary(f, g, u, y, n);
 }
 
-void softmax_row(CpuIsa isa, const float* x, float* y, int64_t n) { kernels_for(isa).softmax(x, y, n); }
+void softmax_row(CpuIsa isa, const float* x, float* y, int64_t n) {
+  kernels_for(isa).softmax(x, y, n);
+}
 
 void add(const float* a, const float* b, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = a[i] + b[i];

@@ -8,7 +8,9 @@ namespace keel::cpu {
 
 namespace {
 
-bool uses_panels(int64_t T) { return T >= kMatmulPanelMinRows; }
+bool uses_panels(int64_t T) {
+  return T >= kMatmulPanelMinRows;
+}
 
 // Workers used: one per share of the output columns, each share a multiple of 16 columns where out allows.
 int64_t worker_count(int64_t out, int n_threads) {

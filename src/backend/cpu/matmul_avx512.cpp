@@ -1,4 +1,5 @@
-// matmul with AVX-512 (16 lanes, 6×4 register tile: 24 of 32 zmm registers accumulate). The target region covers the kernel template instances.
+// matmul with AVX-512 (16 lanes, 6×4 register tile: 24 of 32 zmm registers accumulate). The target region
+// covers the kernel template instances.
 #include <immintrin.h>
 
 #include <cstdint>

@@ -1,4 +1,5 @@
-// The matmul kernel body, written once over a vector type V and instantiated by each matmul_<isa>.cpp inside its
+// The matmul kernel body, written once over a vector type V and instantiated by each matmul_<isa>.cpp inside
+// its
 // `#pragma GCC target` region (so intrinsics inline). Include it only there, after <cstdint>/<cstring>.
 //
 // V provides: F (vector of L floats), L, MR × NR (the register tile: MR x rows by NR weight rows), zero(),
@@ -41,9 +42,9 @@ inline __attribute__((always_inline)) typename V::F load_x_tail(const float* x, 
 }
 
 // acc[i][j] += x[i] · w[j] over elements [k0, k1): whole L-steps, then (when k1 == in is not a multiple of L)
-// one zero-padded step. k0 is a multiple of L. Splitting [0, in) at multiples of L gives the same bits as one call.
-// Packed (a widened panel): w[j] points at row j's first L floats and the rows' k-steps interleave, NR·L floats
-// apart, zero-padded past `in`; else w[j] is a plain row.
+// one zero-padded step. k0 is a multiple of L. Splitting [0, in) at multiples of L gives the same bits as one
+// call. Packed (a widened panel): w[j] points at row j's first L floats and the rows' k-steps interleave,
+// NR·L floats apart, zero-padded past `in`; else w[j] is a plain row.
 template <class V, WKind K, int MR, int NR, bool Packed = false>
 inline __attribute__((always_inline)) void accumulate(typename V::F (&acc)[MR][NR], const float* const* x,
                                                       const char* const* w, int64_t k0, int64_t k1) {
@@ -59,7 +60,8 @@ inline __attribute__((always_inline)) void accumulate(typename V::F (&acc)[MR][N
   }
   if (full < k1) {
     typename V::F wv[NR];
-    for (int j = 0; j < NR; ++j) wv[j] = Packed ? load_w<V, K>(w[j], full * ks) : load_w_tail<V, K>(w[j], full, k1 - full);
+    for (int j = 0; j < NR; ++j)
+      wv[j] = Packed ? load_w<V, K>(w[j], full * ks) : load_w_tail<V, K>(w[j], full, k1 - full);
     for (int i = 0; i < MR; ++i) {
       typename V::F xv = load_x_tail<V>(x[i] + full, k1 - full);
       for (int j = 0; j < NR; ++j) acc[i][j] = V::fma(xv, wv[j], acc[i][j]);
@@ -86,14 +88,15 @@ inline __attribute__((always_inline)) void dot_tile(const float* const* x, const
 
 // Pointers to rows [first, first + count) padded to N by repeating the last row (its results are dropped).
 template <int N, class P>
-inline __attribute__((always_inline)) void row_ptrs(P (&p)[N], const char* base, int64_t row_bytes, int64_t first,
-                                                    int64_t count) {
-  for (int i = 0; i < N; ++i) p[i] = reinterpret_cast<P>(base + (first + (i < count ? i : count - 1)) * row_bytes);
+inline __attribute__((always_inline)) void row_ptrs(P (&p)[N], const char* base, int64_t row_bytes,
+                                                    int64_t first, int64_t count) {
+  for (int i = 0; i < N; ++i)
+    p[i] = reinterpret_cast<P>(base + (first + (i < count ? i : count - 1)) * row_bytes);
 }
 
 template <int MR, int NR>
-inline __attribute__((always_inline)) void write_tile(const MatmulArgs& a, const float (&out)[MR][NR], int64_t t0,
-                                                      int64_t rows, int64_t o0, int64_t cols) {
+inline __attribute__((always_inline)) void write_tile(const MatmulArgs& a, const float (&out)[MR][NR],
+                                                      int64_t t0, int64_t rows, int64_t o0, int64_t cols) {
   for (int i = 0; i < rows; ++i) {
     float* y = reinterpret_cast<float*>(a.y + (t0 + i) * a.y_row_bytes) + o0;
     for (int j = 0; j < cols; ++j) y[j] = a.bias ? out[i][j] + a.bias[o0 + j] : out[i][j];
@@ -173,15 +176,14 @@ void kblocked(const MatmulArgs& a, const float* panel, int64_t in_pad, int64_t o
     kblocked_rows<V, 4>(a, panel, in_pad, o_begin, o_end, t0, 4, saved);
     t0 += 4, rest -= 4;
   }
-  for (; rest >= 2; t0 += 2, rest -= 2)
-    kblocked_rows<V, 2>(a, panel, in_pad, o_begin, o_end, t0, 2, saved);
+  for (; rest >= 2; t0 += 2, rest -= 2) kblocked_rows<V, 2>(a, panel, in_pad, o_begin, o_end, t0, 2, saved);
   if (rest == 1) kblocked_rows<V, 1>(a, panel, in_pad, o_begin, o_end, t0, 1, saved);
 }
 
 // Prefill: the columns go a panel of kMatmulPanelRows weight rows at a time. Each panel is copied as f32
-// (widened when bf16/f16) and packed for the tile: group g of NR rows is one block of NR·in_pad floats in which
-// row j's k-step s sits at s·NR·L + j·L, zeros past `in` and in rows past the panel's end. The values and order
-// are those of the in-register path, so both paths give the same bits.
+// (widened when bf16/f16) and packed for the tile: group g of NR rows is one block of NR·in_pad floats in
+// which row j's k-step s sits at s·NR·L + j·L, zeros past `in` and in rows past the panel's end. The values
+// and order are those of the in-register path, so both paths give the same bits.
 template <class V, WKind K>
 void cols(const MatmulArgs& a, int64_t o_begin, int64_t o_end, float* panel) {
   if (panel == nullptr) {
@@ -202,7 +204,9 @@ void cols(const MatmulArgs& a, int64_t o_begin, int64_t o_end, float* panel) {
       }
       const char* row = a.w + (p + r) * a.w_row_bytes;
       for (int64_t k = 0; k < in_pad; k += V::L) {
-        typename V::F v = k < full ? load_w<V, K>(row, k) : k < a.in ? load_w_tail<V, K>(row, k, a.in - k) : V::zero();
+        typename V::F v = k < full   ? load_w<V, K>(row, k)
+                          : k < a.in ? load_w_tail<V, K>(row, k, a.in - k)
+                                     : V::zero();
         V::store(dst + k * V::NR, v);
       }
     }

@@ -10,7 +10,8 @@ namespace {
 
 // y[i] = (x[i] · r) · w[i] (or · (1 + w[i])) for i < n, w in its stored dtype.
 template <class Widen>
-void scale_by_weight(const float* x, float* y, int64_t n, float r, const void* w, bool one_plus, Widen widen) {
+void scale_by_weight(const float* x, float* y, int64_t n, float r, const void* w, bool one_plus,
+                     Widen widen) {
   if (one_plus) {
     for (int64_t i = 0; i < n; ++i) y[i] = (x[i] * r) * (1.0f + widen(w, i));
   } else {
@@ -22,14 +23,16 @@ void scale_group(const float* x, float* y, int64_t n, float r, const NormWeight&
   switch (w.dtype) {
     case DType::bf16: {
       const auto* p = static_cast<const uint16_t*>(w.data) + w_offset;
-      scale_by_weight(x, y, n, r, p, w.one_plus,
-                      [](const void* q, int64_t i) { return bf16_to_f32(static_cast<const uint16_t*>(q)[i]); });
+      scale_by_weight(x, y, n, r, p, w.one_plus, [](const void* q, int64_t i) {
+        return bf16_to_f32(static_cast<const uint16_t*>(q)[i]);
+      });
       break;
     }
     case DType::f16: {
       const auto* p = static_cast<const uint16_t*>(w.data) + w_offset;
-      scale_by_weight(x, y, n, r, p, w.one_plus,
-                      [](const void* q, int64_t i) { return f16_to_f32(static_cast<const uint16_t*>(q)[i]); });
+      scale_by_weight(x, y, n, r, p, w.one_plus, [](const void* q, int64_t i) {
+        return f16_to_f32(static_cast<const uint16_t*>(q)[i]);
+      });
       break;
     }
     default: {
@@ -40,8 +43,8 @@ void scale_group(const float* x, float* y, int64_t n, float r, const NormWeight&
   }
 }
 
-// 1 / sqrt(Σ x² / divisor + eps): the sum in double over 8 interleaved partial sums combined in a fixed order,
-// the rest in f32 as torch computes rsqrt(var + eps).
+// 1 / sqrt(Σ x² / divisor + eps): the sum in double over 8 interleaved partial sums combined in a fixed
+// order, the rest in f32 as torch computes rsqrt(var + eps).
 float inv_rms(const float* x, int64_t n, int64_t divisor, float eps) {
   double part[8] = {};
   int64_t i = 0;
@@ -62,8 +65,8 @@ void rms_norm_row(const float* x, float* y, int64_t n, int64_t group, const Norm
   }
 }
 
-void rms_norm_gate_then_norm_row(CpuIsa isa, const float* x, const float* z, float* y, int64_t n, int64_t group,
-                                 const NormWeight& w, float eps) {
+void rms_norm_gate_then_norm_row(CpuIsa isa, const float* x, const float* z, float* y, int64_t n,
+                                 int64_t group, const NormWeight& w, float eps) {
   unary_mul(isa, Unary::silu, z, x, y, n);  // y = silu(z) · x
   rms_norm_row(y, y, n, group, w, eps);
 }

@@ -1,6 +1,6 @@
 // CPU kernels for the RMS and L2 norms, one row at a time (callers split rows among threads). Sums of squares
-// accumulate in double in a fixed order (so a row's result depends only on its own values); everything else is
-// f32 in the reference's order: (x · r) · w with r = 1/sqrt(mean(x²) + eps) rounded to f32.
+// accumulate in double in a fixed order (so a row's result depends only on its own values); everything else
+// is f32 in the reference's order: (x · r) · w with r = 1/sqrt(mean(x²) + eps) rounded to f32.
 #pragma once
 #include <cstdint>
 
@@ -13,7 +13,7 @@ namespace keel::cpu {
 struct NormWeight {
   const void* data = nullptr;
   DType dtype = DType::f32;
-  int64_t size = 0;       // elements: the row's n (one per channel), or the group size (shared by every group)
+  int64_t size = 0;  // elements: the row's n (one per channel), or the group size (shared by every group)
   bool one_plus = false;  // scale by (1 + w) instead of w
 };
 
@@ -21,8 +21,8 @@ struct NormWeight {
 // y may equal x.
 void rms_norm_row(const float* x, float* y, int64_t n, int64_t group, const NormWeight& w, float eps);
 // Mamba2 order: y = rms_norm(x ⊙ silu(z)) ⊙ w per group. y may equal x or z.
-void rms_norm_gate_then_norm_row(CpuIsa isa, const float* x, const float* z, float* y, int64_t n, int64_t group,
-                                 const NormWeight& w, float eps);
+void rms_norm_gate_then_norm_row(CpuIsa isa, const float* x, const float* z, float* y, int64_t n,
+                                 int64_t group, const NormWeight& w, float eps);
 // Gated DeltaNet order: y = (rms_norm(x) ⊙ w) ⊙ silu(z) per group. y may equal x, not z.
 void rms_norm_then_gate_row(CpuIsa isa, const float* x, const float* z, float* y, int64_t n, int64_t group,
                             const NormWeight& w, float eps);

@@ -35,11 +35,10 @@ double candidate_weight(const Candidate& c, float max_logit, float temperature) 
 
 namespace {
 
-// Penalties on cand (still indexed by id): HF repetition penalty (divide positive logits, multiply the others)
-// once per distinct token, then OpenAI presence (once) and frequency (per occurrence).
+// Penalties on cand (still indexed by id): HF repetition penalty (divide positive logits, multiply the
+// others) once per distinct token, then OpenAI presence (once) and frequency (per occurrence).
 void apply_penalties(Candidate* cand, int32_t* history, int64_t len, const SamplerConfig& c) {
-  if (len == 0 ||
-      (c.repetition_penalty == 1.0f && c.presence_penalty == 0.0f && c.frequency_penalty == 0.0f))
+  if (len == 0 || (c.repetition_penalty == 1.0f && c.presence_penalty == 0.0f && c.frequency_penalty == 0.0f))
     return;
   std::sort(history, history + len);
   for (int64_t i = 0; i < len;) {

@@ -1,5 +1,5 @@
-// Plain double reference for ops/conv1d.h, written as transformers' causal_conv1d_update: concatenate the state
-// and the chunk, convolve, keep the last K−1 inputs.
+// Plain double reference for ops/conv1d.h, written as transformers' causal_conv1d_update: concatenate the
+// state and the chunk, convolve, keep the last K−1 inputs.
 #pragma once
 #include <cstdint>
 #include <vector>

@@ -17,8 +17,8 @@ double exact_rope_angle(double theta, int64_t rotary_dim, int64_t i, int64_t pos
   return static_cast<double>(position) * std::pow(theta, -2.0 * static_cast<double>(i) / rotary_dim);
 }
 
-std::vector<double> rope(const std::vector<double>& x, const std::vector<int64_t>& positions, int64_t H, int64_t D,
-                         int64_t rotary_dim, double theta, bool hf_angles) {
+std::vector<double> rope(const std::vector<double>& x, const std::vector<int64_t>& positions, int64_t H,
+                         int64_t D, int64_t rotary_dim, double theta, bool hf_angles) {
   std::vector<double> y = x;
   const int64_t half = rotary_dim / 2;
   for (size_t t = 0; t < positions.size(); ++t)
