@@ -32,6 +32,10 @@ BpeModel BpeModel::from_json(const json& model, const std::string& where) {
     m.vocab_.insert_or_assign(it.key(), id);
     max_id = std::max(max_id, id);
   }
+  // Ids index dense tables: a vocab whose ids run far past its size is refused rather than allocated.
+  if (max_id >= static_cast<TokenId>(2 * m.vocab_.size() + 65536))
+    throw_error(ErrorCode::invalid_file, "{}.vocab: id {} is far beyond the vocabulary's {} entries (ids must be dense)",
+                where, max_id, m.vocab_.size());
   m.id_to_token_.resize(static_cast<size_t>(max_id + 1));
   m.has_id_.assign(static_cast<size_t>(max_id + 1), 0);
   for (const auto& [token, id] : m.vocab_) {

@@ -15,14 +15,15 @@ Decoder Decoder::from_json(const json& j, const std::string& where) {
   return d;
 }
 
-void Decoder::parse_into(const json& j, const std::string& where, std::vector<Step>& steps) {
+void Decoder::parse_into(const json& j, const std::string& where, std::vector<Step>& steps, int depth) {
+  check_nesting(depth, where);
   const std::string type = json_type(j, where);
   Step step{};
   if (type == "Sequence") {
     const json& list = json_required(j, "decoders", where);
     if (!list.is_array()) throw_error(ErrorCode::invalid_file, "{}.decoders: expected an array", where);
     for (size_t i = 0; i < list.size(); ++i)
-      parse_into(list[i], where + ".decoders[" + std::to_string(i) + "]", steps);
+      parse_into(list[i], where + ".decoders[" + std::to_string(i) + "]", steps, depth + 1);
     return;
   } else if (type == "ByteLevel") {
     step.kind = Kind::byte_level;

@@ -27,7 +27,8 @@ class Decoder {
     Pattern pattern;              // replace
     std::string replacement;      // replace
   };
-  static void parse_into(const json& j, const std::string& where, std::vector<Step>& steps);
+  static void parse_into(const json& j, const std::string& where, std::vector<Step>& steps,
+                         int depth = 0);
   static void apply(const Step& step, std::vector<std::string>& tokens);
   bool present_ = false;
   std::vector<Step> steps_;

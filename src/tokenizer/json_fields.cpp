@@ -12,6 +12,12 @@ std::string json_preview(const json& j) {
   return s.size() > 80 ? s.substr(0, 80) + "..." : s;
 }
 
+void check_nesting(int depth, const std::string& where) {
+  if (depth > kMaxSequenceDepth)
+    throw_error(ErrorCode::invalid_file, "{}: Sequence nested more than {} deep", where.substr(0, 200),
+                kMaxSequenceDepth);
+}
+
 const json& json_required(const json& obj, std::string_view key, const std::string& where) {
   if (!obj.is_object()) throw_error(ErrorCode::invalid_file, "{}: expected an object, got {}", where, json_preview(obj));
   auto it = obj.find(key);

@@ -11,6 +11,10 @@ namespace keel::tokenizer {
 
 using json = nlohmann::json;
 
+// Sequence normalizers / pre-tokenizers / decoders / post-processors nest at most this deep.
+constexpr int kMaxSequenceDepth = 32;
+void check_nesting(int depth, const std::string& where);
+
 // A short rendering of a value for error messages (never recurses into nested values).
 std::string json_preview(const json& j);
 // The object's "type" field (required).

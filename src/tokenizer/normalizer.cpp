@@ -10,14 +10,15 @@ Normalizer Normalizer::from_json(const json& j, const std::string& where) {
   return n;
 }
 
-void Normalizer::parse_into(const json& j, const std::string& where, std::vector<Step>& steps) {
+void Normalizer::parse_into(const json& j, const std::string& where, std::vector<Step>& steps, int depth) {
+  check_nesting(depth, where);
   const std::string type = json_type(j, where);
   Step step{};
   if (type == "Sequence") {
     const json& list = json_required(j, "normalizers", where);
     if (!list.is_array()) throw_error(ErrorCode::invalid_file, "{}.normalizers: expected an array", where);
     for (size_t i = 0; i < list.size(); ++i)
-      parse_into(list[i], where + ".normalizers[" + std::to_string(i) + "]", steps);
+      parse_into(list[i], where + ".normalizers[" + std::to_string(i) + "]", steps, depth + 1);
     return;
   } else if (type == "NFC" || type == "NFD" || type == "NFKC" || type == "NFKD") {
     step.kind = Kind::unicode;

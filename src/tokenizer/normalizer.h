@@ -28,7 +28,8 @@ class Normalizer {
     Pattern pattern;
     std::string content;  // Replace's replacement, Prepend's prefix
   };
-  static void parse_into(const json& j, const std::string& where, std::vector<Step>& steps);
+  static void parse_into(const json& j, const std::string& where, std::vector<Step>& steps,
+                         int depth = 0);
   std::vector<Step> steps_;
 };
 

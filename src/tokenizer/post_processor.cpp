@@ -19,13 +19,14 @@ static TokenId pair_id(const json& obj, const char* key, const std::string& wher
 }
 
 void PostProcessor::parse_into(const json& j, const std::string& where,
-                               std::vector<std::vector<TokenId>>& templates) {
+                               std::vector<std::vector<TokenId>>& templates, int depth) {
+  check_nesting(depth, where);
   const std::string type = json_type(j, where);
   if (type == "Sequence") {
     const json& list = json_required(j, "processors", where);
     if (!list.is_array()) throw_error(ErrorCode::invalid_file, "{}.processors: expected an array", where);
     for (size_t i = 0; i < list.size(); ++i)
-      parse_into(list[i], where + ".processors[" + std::to_string(i) + "]", templates);
+      parse_into(list[i], where + ".processors[" + std::to_string(i) + "]", templates, depth + 1);
   } else if (type == "ByteLevel") {
     // Offsets only.
   } else if (type == "BertProcessing" || type == "RobertaProcessing") {

@@ -18,7 +18,8 @@ class PostProcessor {
  private:
   // The single-sequence template: ids to emit, with kSequence standing for the encoded text.
   static constexpr TokenId kSequence = -1;
-  static void parse_into(const json& j, const std::string& where, std::vector<std::vector<TokenId>>& templates);
+  static void parse_into(const json& j, const std::string& where, std::vector<std::vector<TokenId>>& templates,
+                         int depth = 0);
   std::vector<std::vector<TokenId>> templates_;  // applied in order (Sequence)
 };
 

@@ -60,14 +60,15 @@ PreTokenizer PreTokenizer::from_json(const json& j, const std::string& where) {
   return p;
 }
 
-void PreTokenizer::parse_into(const json& j, const std::string& where, std::vector<Step>& steps) {
+void PreTokenizer::parse_into(const json& j, const std::string& where, std::vector<Step>& steps, int depth) {
+  check_nesting(depth, where);
   const std::string type = json_type(j, where);
   Step step{};
   if (type == "Sequence") {
     const json& list = json_required(j, "pretokenizers", where);
     if (!list.is_array()) throw_error(ErrorCode::invalid_file, "{}.pretokenizers: expected an array", where);
     for (size_t i = 0; i < list.size(); ++i)
-      parse_into(list[i], where + ".pretokenizers[" + std::to_string(i) + "]", steps);
+      parse_into(list[i], where + ".pretokenizers[" + std::to_string(i) + "]", steps, depth + 1);
     return;
   } else if (type == "Split") {
     step.kind = Kind::split;

@@ -43,7 +43,8 @@ class PreTokenizer {
     bool metaspace_split = true;
     bool individual_digits = false;                      // digits
   };
-  static void parse_into(const json& j, const std::string& where, std::vector<Step>& steps);
+  static void parse_into(const json& j, const std::string& where, std::vector<Step>& steps,
+                         int depth = 0);
   static void apply_step(const Step& step, const Piece& piece, std::vector<Piece>& out);
   std::vector<Step> steps_;
 };

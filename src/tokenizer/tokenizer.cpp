@@ -38,18 +38,20 @@ json parse_json(std::string_view text, const std::string& name) {
   }
 }
 
-std::vector<AddedToken> parse_added_tokens(const json& root, const std::string& name) {
+std::vector<AddedToken> parse_added_tokens(const json& root, const std::string& name, TokenId model_size) {
   std::vector<AddedToken> tokens;
   auto it = root.find("added_tokens");
   if (it == root.end() || it->is_null()) return tokens;
   const std::string where = name + ": added_tokens";
   if (!it->is_array()) throw_error(ErrorCode::invalid_file, "{}: expected an array", where);
+  // Ids index a dense table: they may not run far past the vocabulary.
+  const int64_t id_limit = 2 * (static_cast<int64_t>(model_size) + static_cast<int64_t>(it->size())) + 65536;
   for (size_t i = 0; i < it->size(); ++i) {
     const json& t = (*it)[i];
     const std::string w = where + "[" + std::to_string(i) + "]";
     const json& id = json_required(t, "id", w);
-    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= (1 << 30))
-      throw_error(ErrorCode::invalid_file, "{}.id: expected an id in [0, 2^30), got {}", w, json_preview(id));
+    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= id_limit)
+      throw_error(ErrorCode::invalid_file, "{}.id: expected an id in [0, {}), got {}", w, id_limit, json_preview(id));
     AddedToken a;
     a.id = id.get<TokenId>();
     a.content = json_string(t, "content", w);
@@ -113,7 +115,7 @@ Tokenizer Tokenizer::from_json(std::string_view tokenizer_json, std::string_view
   impl->pre_tokenizer = PreTokenizer::from_json(section("pre_tokenizer"), name + ": pre_tokenizer");
   impl->decoder = Decoder::from_json(section("decoder"), name + ": decoder");
   impl->post_processor = PostProcessor::from_json(section("post_processor"), name + ": post_processor");
-  impl->added = AddedVocabulary(parse_added_tokens(root, name), impl->normalizer);
+  impl->added = AddedVocabulary(parse_added_tokens(root, name, impl->model.vocab_size()), impl->normalizer);
 
   Tokenizer tok(std::move(impl));
   if (!config_json.empty()) {

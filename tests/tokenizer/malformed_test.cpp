@@ -123,6 +123,19 @@ TEST(Malformed, DeeplyNestedJson) {
                ErrorCode::invalid_file, {"pre_tokenizer.pretokenizers[0]"});
 }
 
+TEST(Malformed, SparseIdsAndDeepSequences) {
+  expect_error(R"({"model": {"type": "BPE", "vocab": {"a": 0, "b": 900000000}, "merges": []}})",
+               ErrorCode::invalid_file, {"model.vocab", "900000000", "dense"});
+  expect_error(with_model(R"(, "added_tokens": [{"id": 800000000, "content": "<s>"}])"), ErrorCode::invalid_file,
+               {"added_tokens[0].id", "800000000"});
+  std::string nested = R"({"type": "NFC"})";
+  for (int i = 0; i < 40; ++i) nested = R"({"type": "Sequence", "normalizers": [)" + nested + "]}";
+  expect_error(with_model(", \"normalizer\": " + nested), ErrorCode::invalid_file, {"normalizer", "nested more than"});
+  std::string shallow = R"({"type": "NFC"})";
+  for (int i = 0; i < 8; ++i) shallow = R"({"type": "Sequence", "normalizers": [)" + shallow + "]}";
+  EXPECT_EQ(Tokenizer::from_json(with_model(", \"normalizer\": " + shallow)).encode("ab"), std::vector<TokenId>{2});
+}
+
 TEST(Malformed, MissingFilesAndBadText) {
   try {
     Tokenizer::load("/nonexistent/model");
