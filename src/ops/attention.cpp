@@ -13,8 +13,9 @@ namespace {
 constexpr const char* kOp = "attention";
 }  // namespace
 
-int64_t attention_workspace_bytes(int64_t T, int64_t n_q, int n_threads) {
-  return cpu::attention_kernel_workspace_bytes(T, n_q, kAttentionKeyTile, kAttentionQueryTile, n_threads);
+int64_t attention_workspace_bytes(int64_t T, int64_t n_q, int64_t n_kv, int n_threads) {
+  return cpu::attention_kernel_workspace_bytes(T, n_q, n_kv, kAttentionKeyTile, kAttentionQueryTile,
+                                               n_threads);
 }
 
 void attention(Backend& be, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, Tensor& out,
@@ -40,6 +41,7 @@ void attention(Backend& be, const Tensor& q, const Tensor& k_cache, const Tensor
   cpu::AttentionArgs a;
   a.T = T, a.n_q = n_q, a.n_kv = n_kv, a.D = D, a.Dv = Dv, a.offset = p.offset;
   a.key_tile = kAttentionKeyTile, a.query_tile = kAttentionQueryTile;
+  a.heads_per_item = cpu::attention_heads_per_item(T, n_q, n_kv, kAttentionQueryTile, be.threads()->size());
   a.scale = p.scale.value_or(1.0f / std::sqrt(static_cast<float>(D)));
   a.q = q.ptr<float>(), a.q_st = stride_floats(kOp, "q", q, 0), a.q_sh = stride_floats(kOp, "q", q, 1);
   a.k = k_cache.ptr<float>(), a.k_st = stride_floats(kOp, "k_cache", k_cache, 0),

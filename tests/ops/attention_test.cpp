@@ -151,7 +151,7 @@ TEST(Attention, WorkspaceIsPlannedAndFlatInKvLen) {
         int64_t peak = pool_peak_during(ob->pool(), [&] {
           ops::attention(ob->be(), q, cache.k, cache.v, out, {offset, std::nullopt});
         });
-        EXPECT_TRUE(workspace_ok(peak, ops::attention_workspace_bytes(T, 4, n_threads))) << "T=" << T;
+        EXPECT_TRUE(workspace_ok(peak, ops::attention_workspace_bytes(T, 4, 1, n_threads))) << "T=" << T;
         measured.push_back(peak);
       }
     }

@@ -13,47 +13,62 @@ namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
-// One work item: query head h, query rows [i0, i1). `s` holds one row's scores for one key tile (key_tile
-// floats, a multiple of 16); m and l are the rows' running max and sum. The output rows are the accumulators.
+// Per-worker scratch: one score row, and the running max and sum of hp·query_tile rows.
+constexpr int64_t slot_floats(int64_t key_tile, int64_t query_tile, int64_t hp) {
+  return key_tile + 2 * hp * query_tile;
+}
+
+// One work item: the `hp` query heads [h0, h0 + hp) of one KV group, query positions [i0, i1) — each key and
+// value tile is read once for all of them. `s` holds one row's scores for one key tile (key_tile floats, a
+// multiple of 16); m and l are the rows' running max and sum, [hp, query_tile]. The output rows accumulate.
 template <int W>
 KEEL_INLINE void attention_item(const AttentionArgs& a, int64_t item, float* s, float* m, float* l) {
-  const int64_t h = item % a.n_q, i0 = item / a.n_q * a.query_tile, i1 = std::min(a.T, i0 + a.query_tile);
-  const int64_t hk = h / (a.n_q / a.n_kv);
+  const int64_t n_sub = a.n_q / a.heads_per_item;  // head subgroups across all KV groups
+  const int64_t h0 = item % n_sub * a.heads_per_item, i0 = item / n_sub * a.query_tile;
+  const int64_t i1 = std::min(a.T, i0 + a.query_tile), hp = a.heads_per_item;
+  const int64_t hk = h0 / (a.n_q / a.n_kv);
   const float* K = a.k + hk * a.k_sh;
   const float* V = a.v + hk * a.v_sh;
-  for (int64_t r = i0; r < i1; ++r) {
-    m[r - i0] = kNegInf;
-    l[r - i0] = 0;
-    std::fill_n(a.out + r * a.o_st + h * a.o_sh, a.Dv, 0.0f);
-  }
+  for (int64_t hh = 0; hh < hp; ++hh)
+    for (int64_t r = i0; r < i1; ++r) {
+      m[hh * a.query_tile + r - i0] = kNegInf;
+      l[hh * a.query_tile + r - i0] = 0;
+      std::fill_n(a.out + r * a.o_st + (h0 + hh) * a.o_sh, a.Dv, 0.0f);
+    }
   const int64_t keys_end = a.offset + i1;  // the last row sees keys [0, keys_end)
   for (int64_t k0 = 0; k0 < keys_end; k0 += a.key_tile) {
     const int64_t k1 = std::min(k0 + a.key_tile, keys_end);
-    for (int64_t r = i0; r < i1; ++r) {
-      const int64_t pos = a.offset + r;
-      if (pos < k0) continue;  // this tile is above the row's diagonal
-      const int64_t n = std::min(k1, pos + 1) - k0;
-      const float* qr = a.q + r * a.q_st + h * a.q_sh;
-      float tile_max = kNegInf;
-      for (int64_t j = 0; j < n; ++j) {
-        s[j] = dot<W>(qr, K + (k0 + j) * a.k_st, a.D) * a.scale;
-        tile_max = std::max(tile_max, s[j]);
+    for (int64_t hh = 0; hh < hp; ++hh) {
+      const int64_t h = h0 + hh;
+      for (int64_t r = i0; r < i1; ++r) {
+        const int64_t pos = a.offset + r;
+        if (pos < k0) continue;  // this tile is above the row's diagonal
+        const int64_t n = std::min(k1, pos + 1) - k0;
+        const float* qr = a.q + r * a.q_st + h * a.q_sh;
+        float tile_max = kNegInf;
+        for (int64_t j = 0; j < n; ++j) {
+          s[j] = dot<W>(qr, K + (k0 + j) * a.k_st, a.D) * a.scale;
+          tile_max = std::max(tile_max, s[j]);
+        }
+        float& mr = m[hh * a.query_tile + r - i0];
+        float& lr = l[hh * a.query_tile + r - i0];
+        const float m_new = std::max(mr, tile_max);
+        const float alpha = std::exp(mr - m_new);  // 0 on the first tile (mr = −inf)
+        for (int64_t j = 0; j < n; ++j) s[j] -= m_new;
+        exp_inplace_padded<W>(s, n);
+        float sum = 0;
+        for (int64_t j = 0; j < n; ++j) sum += s[j];
+        lr = lr * alpha + sum;
+        mr = m_new;
+        float* o = a.out + r * a.o_st + h * a.o_sh;
+        if (alpha != 1.0f) scale<W>(o, alpha, a.Dv);
+        add_weighted_rows<W>(o, V + k0 * a.v_st, a.v_st, s, n, a.Dv);
       }
-      float& mr = m[r - i0];
-      const float m_new = std::max(mr, tile_max);
-      const float alpha = std::exp(mr - m_new);  // 0 on the first tile (mr = −inf)
-      for (int64_t j = 0; j < n; ++j) s[j] -= m_new;
-      exp_inplace_padded<W>(s, n);
-      float sum = 0;
-      for (int64_t j = 0; j < n; ++j) sum += s[j];
-      l[r - i0] = l[r - i0] * alpha + sum;
-      mr = m_new;
-      float* o = a.out + r * a.o_st + h * a.o_sh;
-      if (alpha != 1.0f) scale<W>(o, alpha, a.Dv);
-      add_weighted_rows<W>(o, V + k0 * a.v_st, a.v_st, s, n, a.Dv);
     }
   }
-  for (int64_t r = i0; r < i1; ++r) scale<W>(a.out + r * a.o_st + h * a.o_sh, 1.0f / l[r - i0], a.Dv);
+  for (int64_t hh = 0; hh < hp; ++hh)
+    for (int64_t r = i0; r < i1; ++r)
+      scale<W>(a.out + r * a.o_st + (h0 + hh) * a.o_sh, 1.0f / l[hh * a.query_tile + r - i0], a.Dv);
 }
 
 // Worker slot `slot` of `slots` takes items slot, slot + slots, …: rows near the diagonal's end (long) and
@@ -61,9 +76,9 @@ KEEL_INLINE void attention_item(const AttentionArgs& a, int64_t item, float* s, 
 template <int W>
 KEEL_INLINE void attention_slot(const AttentionArgs& a, int64_t slot, int64_t slots, int64_t n_items,
                                 float* ws) {
-  float* s = ws + slot * (a.key_tile + 2 * a.query_tile);
+  float* s = ws + slot * slot_floats(a.key_tile, a.query_tile, a.heads_per_item);
   float* m = s + a.key_tile;
-  float* l = m + a.query_tile;
+  float* l = m + a.heads_per_item * a.query_tile;
   for (int64_t item = slot; item < n_items; item += slots) attention_item<W>(a, item, s, m, l);
 }
 
@@ -84,26 +99,36 @@ SlotFn slot_kernel(CpuIsa isa) {
   return slot_generic;
 }
 
-int64_t slots_for(int64_t T, int64_t n_q, int64_t query_tile, int n_threads) {
-  const int64_t items = n_q * ((T + query_tile - 1) / query_tile);
-  return std::min<int64_t>(std::max(n_threads, 1), items);
+int64_t items_for(int64_t T, int64_t n_q, int64_t query_tile, int64_t heads_per_item) {
+  return n_q / heads_per_item * ((T + query_tile - 1) / query_tile);
 }
 
 }  // namespace
 
-int64_t attention_kernel_workspace_bytes(int64_t T, int64_t n_q, int64_t key_tile, int64_t query_tile,
-                                         int n_threads) {
+int64_t attention_heads_per_item(int64_t T, int64_t n_q, int64_t n_kv, int64_t query_tile, int n_threads) {
+  const int64_t rep = n_q / n_kv, tiles = (T + query_tile - 1) / query_tile;
+  const int64_t want_splits = (std::max(n_threads, 1) + n_kv * tiles - 1) / (n_kv * tiles);
+  int64_t split = 1;  // the smallest divisor of rep giving the workers enough items
+  while (split < rep && (split < want_splits || rep % split != 0)) ++split;
+  return rep / split;
+}
+
+int64_t attention_kernel_workspace_bytes(int64_t T, int64_t n_q, int64_t n_kv, int64_t key_tile,
+                                         int64_t query_tile, int n_threads) {
   if (T == 0) return 0;
-  return 4 * slots_for(T, n_q, query_tile, n_threads) * (key_tile + 2 * query_tile);
+  const int64_t hp = attention_heads_per_item(T, n_q, n_kv, query_tile, n_threads);
+  const int64_t slots = std::min<int64_t>(std::max(n_threads, 1), items_for(T, n_q, query_tile, hp));
+  return 4 * slots * slot_floats(key_tile, query_tile, hp);
 }
 
 void attention(CpuBackend& be, const AttentionArgs& a) {
   if (a.T == 0) return;
   ThreadPool& pool = *be.threads();
-  const int64_t n_items = a.n_q * ((a.T + a.query_tile - 1) / a.query_tile);
-  const int64_t slots = slots_for(a.T, a.n_q, a.query_tile, pool.size());
+  const int64_t n_items = items_for(a.T, a.n_q, a.query_tile, a.heads_per_item);
+  const int64_t slots = std::min<int64_t>(pool.size(), n_items);
   Tensor ws =
-      Tensor::empty(be.pool(), DType::f32, {slots * (a.key_tile + 2 * a.query_tile)}, "attention workspace");
+      Tensor::empty(be.pool(), DType::f32, {slots * slot_floats(a.key_tile, a.query_tile, a.heads_per_item)},
+                    "attention workspace");
   std::fill_n(ws.ptr<float>(), ws.numel(), 0.0f);  // score rows are read whole by the padded exp
   const SlotFn fn = slot_kernel(be.isa());
   float* w = ws.ptr<float>();
