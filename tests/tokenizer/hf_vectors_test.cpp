@@ -4,6 +4,8 @@
 // skip_special_tokens, and decodes of random id sequences.
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include "tokenizer_test_util.h"
 
 using namespace keel::tokenizer;
@@ -50,5 +52,24 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, HfVectors,
                          ::testing::Values("bpe_bytelevel", "bpe_llama3_split", "sp_bpe_legacy", "sp_bpe_metaspace",
                                            "sp_metaspace_always", "bpe_nfkc_digits", "bpe_prepend_replace_digits",
                                            "bpe_split_behaviors", "bpe_whitespace"));
+
+// encode() is const and shared between request threads: four threads at once still give the library's ids.
+TEST(HfVectorsThreads, ConcurrentEncodeMatchesTheLibrary) {
+  const std::string dir = fixtures_dir() + "/bpe_llama3_split";
+  const Tokenizer tok = Tokenizer::load(dir);
+  const nlohmann::json v = read_json(dir + "/vectors.json");
+  std::vector<int> mismatches(4, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int round = 0; round < 20; ++round)
+        for (const auto& c : v["cases"])
+          mismatches[static_cast<size_t>(t)] +=
+              tok.encode(c["text"].get<std::string>(), {.allow_special = true}) != ids_of(c["ids"]);
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(mismatches, std::vector<int>(4, 0));
+}
 
 }  // namespace
