@@ -1,0 +1,185 @@
+#include "models/decoder.h"
+
+#include <cstring>
+
+#include "backend/cpu/thread_pool.h"
+#include "core/error.h"
+#include "ops/activation.h"
+#include "ops/embedding.h"
+#include "ops/matmul.h"
+
+namespace keel::models {
+
+DecoderModel::DecoderModel(Backend& be, DecoderSpec spec, std::vector<DecoderLayer> layers)
+    : be_(be), spec_(std::move(spec)), layers_(std::move(layers)) {
+  for (const DecoderLayer& l : layers_)
+    for (const Residual& r : l.parts) {
+      ++n_parts_;
+      recurrent_ = recurrent_ || r.block->recurrent();
+    }
+}
+
+int DecoderModel::n_threads() const { return be_.threads() ? be_.threads()->size() : 1; }
+
+int64_t DecoderModel::state_bytes(int64_t, int64_t capacity) const {
+  int64_t bytes = 0;
+  for (const DecoderLayer& l : layers_)
+    for (const Residual& r : l.parts) bytes += r.block->cache_bytes(capacity);
+  return bytes;
+}
+
+std::unique_ptr<SequenceState> DecoderModel::new_state(int64_t capacity) {
+  if (capacity < 1) throw_error(ErrorCode::invalid_argument, "new_state: capacity {} (must be ≥ 1)", capacity);
+  auto state = std::make_unique<DecoderState>();
+  state->capacity_ = capacity;
+  state->caches.resize(n_parts_);
+  size_t slot = 0;
+  for (const DecoderLayer& l : layers_)
+    for (const Residual& r : l.parts) {
+      r.block->init_cache(state->caches[slot++], capacity, be_.pool());
+      state->bytes_ += r.block->cache_bytes(capacity);
+    }
+  return state;
+}
+
+std::unique_ptr<SequenceState> DecoderModel::copy_state(const SequenceState& state) {
+  const auto& src = dynamic_cast<const DecoderState&>(state);
+  std::unique_ptr<SequenceState> copy = new_state(src.capacity_);
+  auto& dst = static_cast<DecoderState&>(*copy);
+  for (size_t i = 0; i < src.caches.size(); ++i) {
+    const LayerCache &a = src.caches[i];
+    LayerCache& b = dst.caches[i];
+    if (a.k.defined() && src.tokens_ > 0) {  // KV rows past tokens() hold nothing
+      const size_t row = static_cast<size_t>(a.k.stride_bytes(0)), n = static_cast<size_t>(src.tokens_);
+      std::memcpy(b.k.data(), a.k.data(), row * n);
+      std::memcpy(b.v.data(), a.v.data(), row * n);
+    }
+    if (a.conv.defined()) std::memcpy(b.conv.data(), a.conv.data(), static_cast<size_t>(a.conv.nbytes()));
+    if (a.recurrent.defined())
+      std::memcpy(b.recurrent.data(), a.recurrent.data(), static_cast<size_t>(a.recurrent.nbytes()));
+  }
+  dst.tokens_ = src.tokens_;
+  return copy;
+}
+
+bool DecoderModel::truncate_state(SequenceState& state, int64_t tokens) {
+  auto& st = dynamic_cast<DecoderState&>(state);
+  if (recurrent_ || tokens < 0 || tokens > st.tokens_) return false;
+  st.tokens_ = tokens;
+  return true;
+}
+
+// The allocations below mirror forward() one for one.
+int64_t DecoderModel::step_transient_bytes(std::span<const StepShapeItem> step) const {
+  StepShape s;
+  s.n_threads = n_threads();
+  int64_t L = 0;
+  for (const StepShapeItem& it : step) {
+    s.T += it.n_tokens;
+    s.item_tokens.push_back(it.n_tokens);
+    L += it.n_logits;
+  }
+  const int64_t hidden = f32_bytes(s.T * spec_.hidden);
+  MemPlan m;
+  m.alloc(4 * s.T);  // token ids
+  m.alloc(hidden);
+  m.free(4 * s.T);
+  const int64_t rope = spec_.rope ? 4 * s.T + spec_.rope->table_bytes(s.T) : 0;  // positions + table
+  m.alloc(rope);
+  for (const DecoderLayer& l : layers_)
+    for (const Residual& r : l.parts) m.workspace(2 * hidden + r.block->transient_bytes(s));  // normed, out
+  m.free(rope);
+  if (L > 0) {
+    m.alloc(f32_bytes(L * spec_.hidden));
+    m.free(hidden);
+    m.alloc(f32_bytes(L * spec_.vocab));
+    m.workspace(ops::matmul_workspace_bytes(L, spec_.hidden, spec_.vocab, spec_.lm_head.dtype(), s.n_threads));
+  }
+  return m.peak();
+}
+
+Tensor DecoderModel::forward(std::span<const StepItem> step) {
+  MemoryPool& pool = be_.pool();
+  StepContext ctx;
+  ctx.be = &be_;
+  ctx.n_threads = n_threads();
+  int64_t L = 0;
+  for (const StepItem& item : step) {
+    auto* st = dynamic_cast<DecoderState*>(item.state);
+    if (!st) throw_error(ErrorCode::internal, "{}: a step item without this model's state", spec_.model_type);
+    const int64_t n = static_cast<int64_t>(item.tokens.size());
+    if (n < 1 || item.n_logits < 0 || item.n_logits > n)
+      throw_error(ErrorCode::invalid_argument, "{}: a step item of {} tokens asking for {} logits", spec_.model_type,
+                  n, item.n_logits);
+    if (st->tokens_ + n > st->capacity_)
+      throw_error(ErrorCode::invalid_argument, "{}: {} + {} tokens exceed the sequence's capacity of {}",
+                  spec_.model_type, st->tokens_, n, st->capacity_);
+    ctx.items.push_back(ItemRows{ctx.T, n, st->tokens_, &st->caches});
+    ctx.T += n;
+    L += item.n_logits;
+  }
+  for (size_t i = 0; i < step.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (step[i].state == step[j].state)
+        throw_error(ErrorCode::internal, "{}: one sequence twice in a step", spec_.model_type);
+  const int64_t T = ctx.T, d = spec_.hidden;
+
+  Tensor hidden = Tensor::empty(pool, DType::f32, {T, d}, "hidden states");
+  {
+    Tensor ids = Tensor::empty(pool, DType::i32, {T}, "token ids");
+    for (size_t i = 0; i < step.size(); ++i)
+      std::memcpy(ids.ptr<int32_t>() + ctx.items[i].begin, step[i].tokens.data(), 4 * step[i].tokens.size());
+    ops::embedding(be_, spec_.embed, ids, hidden);
+  }
+  Tensor positions;
+  if (spec_.rope) {
+    positions = Tensor::empty(pool, DType::i32, {T}, "token positions");
+    for (const ItemRows& it : ctx.items)
+      for (int64_t j = 0; j < it.n; ++j) positions.ptr<int32_t>()[it.begin + j] = static_cast<int32_t>(it.past + j);
+    ctx.rope_table = Tensor::empty(pool, DType::f32, {T, spec_.rope->rotary_dim()}, "rope cos/sin table");
+    spec_.rope->fill(be_, std::span<const int32_t>(positions.ptr<int32_t>(), static_cast<size_t>(T)), ctx.rope_table);
+  }
+  if (observer_) observer_(0, hidden);
+
+  size_t slot = 0;
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    bool all_cancelled = !step.empty();
+    for (const StepItem& item : step) all_cancelled = all_cancelled && item.cancelled && item.cancelled->load();
+    if (all_cancelled) throw_error(ErrorCode::cancelled, "{}: step cancelled at layer {}", spec_.model_type, l);
+    for (const Residual& r : layers_[l].parts) {
+      Tensor normed = Tensor::empty(pool, DType::f32, {T, d}, "normed hidden states");
+      ops::rms_norm(be_, hidden, r.norm, normed, spec_.norm);
+      Tensor out = Tensor::empty(pool, DType::f32, {T, d}, "block output");
+      r.block->forward(ctx, slot++, normed, out);
+      normed = Tensor();
+      ops::add(be_, hidden, out, hidden);
+    }
+    if (observer_) observer_(static_cast<int64_t>(l) + 1, hidden);
+  }
+  ctx.rope_table = Tensor();
+  positions = Tensor();
+
+  Tensor logits;
+  if (L > 0) {
+    // Each item's last n_logits rows, in item order.
+    Tensor sel = Tensor::empty(pool, DType::f32, {L, d}, "logit rows");
+    int64_t row = 0;
+    for (size_t i = 0; i < step.size(); ++i) {
+      const int64_t k = step[i].n_logits;
+      const ItemRows& it = ctx.items[i];
+      std::memcpy(sel.at(row), hidden.at(it.begin + it.n - k), static_cast<size_t>(f32_bytes(k * d)));
+      row += k;
+    }
+    hidden = Tensor();
+    ops::rms_norm(be_, sel, spec_.final_norm, sel, spec_.norm);
+    logits = Tensor::empty(pool, DType::f32, {L, spec_.vocab}, "logits");
+    ops::matmul(be_, sel, spec_.lm_head, logits);
+  } else {
+    logits = Tensor::empty(pool, DType::f32, {0, spec_.vocab}, "logits");
+  }
+  // Every allocation of the step has succeeded: the states now hold these tokens.
+  for (size_t i = 0; i < step.size(); ++i) static_cast<DecoderState*>(step[i].state)->tokens_ += ctx.items[i].n;
+  return logits;
+}
+
+}  // namespace keel::models

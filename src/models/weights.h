@@ -1,0 +1,55 @@
+// Binding a model's weights by their Hugging Face names. Every tensor is a zero-copy view into the mmap'd
+// safetensors (the WeightStore outlives the model), checked against the shape the config implies: a missing tensor
+// or a wrong shape is an Error(invalid_file) naming the tensor, the folder and expected vs actual.
+#pragma once
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+
+#include "backend/backend.h"
+#include "core/tensor.h"
+#include "load/weight_store.h"
+
+namespace keel::models {
+
+// y[T, out] = x[T, in] · wᵀ (+ b). w [out, in] in its stored dtype; b [out] (f32 copy) or undefined.
+struct Linear {
+  Tensor w;
+  Tensor b;
+  int64_t in() const { return w.dim(1); }
+  int64_t out() const { return w.dim(0); }
+};
+
+void linear(Backend& be, const Linear& l, const Tensor& x, Tensor& y);
+// Workspace of linear() for T rows.
+int64_t linear_workspace_bytes(const Linear& l, int64_t T, int n_threads);
+
+// Reads tensors under a name prefix ("model.layers.3." …).
+class WeightBinder {
+ public:
+  WeightBinder(const WeightStore& store, MemoryPool& pool, std::string prefix = {})
+      : store_(&store), pool_(&pool), prefix_(std::move(prefix)) {}
+  WeightBinder sub(std::string_view more) const { return WeightBinder(*store_, *pool_, prefix_ + std::string(more)); }
+
+  bool has(std::string_view name) const { return store_->has(full(name)); }
+  Tensor get(std::string_view name, std::initializer_list<int64_t> shape) const;
+  // `name`.weight [out, in] and, when `bias`, `name`.bias [out]. Biases are widened to an f32 copy counted by the
+  // pool (matmul takes an f32 bias); weights stay borrowed.
+  Linear linear(std::string_view name, int64_t out, int64_t in, bool bias) const;
+  // A 1-D parameter vector (norm weights, A_log, D ...) of n values, borrowed as stored.
+  Tensor vec(std::string_view name, int64_t n) const { return get(name, {n}); }
+  std::string full(std::string_view name) const { return prefix_ + std::string(name); }
+  const WeightStore& store() const { return *store_; }
+  MemoryPool& pool() const { return *pool_; }
+
+ private:
+  const WeightStore* store_;
+  MemoryPool* pool_;
+  std::string prefix_;
+};
+
+// An f32 copy of a 1-D f32/bf16/f16 tensor from `pool`.
+Tensor widen_to_f32(const Tensor& t, MemoryPool& pool, std::string_view what);
+
+}  // namespace keel::models
