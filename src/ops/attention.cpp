@@ -1,5 +1,6 @@
 #include "ops/attention.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "backend/cpu/attention.h"
@@ -16,6 +17,10 @@ constexpr const char* kOp = "attention";
 int64_t attention_workspace_bytes(int64_t T, int64_t n_q, int64_t n_kv, int n_threads) {
   return cpu::attention_kernel_workspace_bytes(T, n_q, n_kv, kAttentionKeyTile, kAttentionQueryTile,
                                                n_threads);
+}
+
+int64_t attention_workspace_bytes(int64_t T, int64_t n_q, int n_threads) {
+  return T == 0 ? 0 : 4 * std::max(n_threads, 1) * (kAttentionKeyTile + 2 * kAttentionQueryTile * n_q);
 }
 
 void attention(Backend& be, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, Tensor& out,

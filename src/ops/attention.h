@@ -40,5 +40,7 @@ void attention(Backend& be, const Tensor& q, const Tensor& k_cache, const Tensor
 // (n_q / hp)·⌈T / kAttentionQueryTile⌉: 4·(64 + 32·hp) bytes per worker, at most 4·(64 + 32·n_q/n_kv).
 // Independent of kv_len.
 int64_t attention_workspace_bytes(int64_t T, int64_t n_q, int64_t n_kv, int n_threads);
+// A bound for callers without n_kv at hand: 4·n_threads·(64 + 32·n_q) bytes (0 for T = 0) ≥ the exact form.
+int64_t attention_workspace_bytes(int64_t T, int64_t n_q, int n_threads);
 
 }  // namespace keel::ops

@@ -205,3 +205,13 @@ TEST(Attention, RejectsBadArguments) {
   Tensor out5 = nan_tensor(ob, {4, 5, 32});
   EXPECT_THROW(ops::attention(ob.be(), q5, cache.k, cache.v, out5, {0, std::nullopt}), Error);
 }
+
+// The n_kv-free bound covers the exact plan for every GQA ratio and thread count.
+TEST(Attention, WorkspaceBoundWithoutNkv) {
+  for (int threads : {1, 3, 16, 64})
+    for (int64_t n_kv : {1, 2, 4, 16})
+      for (int64_t T : {1, 5, 300})
+        EXPECT_LE(ops::attention_workspace_bytes(T, 16, n_kv, threads),
+                  ops::attention_workspace_bytes(T, 16, threads))
+            << "threads " << threads << " n_kv " << n_kv << " T " << T;
+}
