@@ -15,14 +15,20 @@ done
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
   -DKEEL_TESTS=OFF -DKEEL_BENCH=OFF -DKEEL_FUZZ=ON >/dev/null
-cmake --build "$build" -j2 --target keel_fuzzers
-
 shopt -s nullglob
-targets=("$build"/fuzz/*_fuzz)
-[ ${#targets[@]} -gt 0 ] || { echo "run-fuzzers: no fuzz targets were built in $build/fuzz" >&2; exit 2; }
+sources=("$root"/fuzz/*_fuzz.cpp)
+[ ${#sources[@]} -gt 0 ] || { echo "run-fuzzers: no fuzz/*_fuzz.cpp" >&2; exit 2; }
 status=0
-for bin in "${targets[@]}"; do
-  name=$(basename "$bin")
+# Each target builds on its own, so one that does not compile is reported without stopping the others.
+for src in "${sources[@]}"; do
+  name=$(basename "$src" .cpp)
+  bin="$build/fuzz/$name"
+  if ! cmake --build "$build" -j2 --target "$name" >"$build/$name.build.log" 2>&1; then
+    status=1
+    echo "run-fuzzers: $name FAILED to build; log tail ($build/$name.build.log):"
+    tail -n 30 "$build/$name.build.log"
+    continue
+  fi
   work="$build/fuzz-work/$name"
   rm -rf "$work"
   mkdir -p "$work/corpus" "$work/artifacts"
