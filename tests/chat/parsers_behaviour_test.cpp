@@ -302,6 +302,7 @@ TEST(ParserParamValues, ConversionEdges) {
   EXPECT_EQ(convert_param_value("5", param_number), Json(5));
   EXPECT_EQ(convert_param_value("None", param_integer | param_null), Json(nullptr));
   EXPECT_EQ(convert_param_value("null", param_string), Json("null"));
+  EXPECT_EQ(convert_param_value("\"quoted\"", param_string), Json("\"quoted\""));  // string values stay raw text
   EXPECT_EQ(convert_param_value("[1, 2]", 0), Json::parse("[1, 2]"));
   EXPECT_EQ(convert_param_value("hello", 0), Json("hello"));
   EXPECT_EQ(param_types_of_schema(Json::parse(R"({"type": "float"})")), unsigned{param_number});
