@@ -95,7 +95,8 @@ Tokenizer Tokenizer::from_json(std::string_view tokenizer_json, std::string_view
                                const std::string& name) {
   const json root = parse_json(tokenizer_json, name);
   if (!root.is_object()) throw_error(ErrorCode::invalid_file, "{}: expected a JSON object at the top", name);
-  auto impl = std::make_unique<Impl>(Impl{name, {}, {}, {}, {}, {}, {}, {}, {}, {}});
+  auto impl = std::make_unique<Impl>();
+  impl->name = name;
 
   const std::string model_where = name + ": model";
   const json& model = json_required(root, "model", name);
