@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Builds and tests keel on the GPU machine from the Debian packages that scripts/gpu-deps.sh downloaded here into
+# .deps/debs (carry .deps with the run). Usage there: scripts/gpu-build.sh [BUILD_DIR] [extra cmake args...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${1:-build-gpu}
+shift || true
+FLAGS=$(bash scripts/gpu-deps.sh unpack | tail -n 1)
+# shellcheck disable=SC2086
+cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKEEL_BENCH=OFF $FLAGS "$@"
+cmake --build "$BUILD" -j "$(nproc)"
+# Node client tests and the clang fuzzers need tools the GPU machine does not have.
+ctest --test-dir "$BUILD" --output-on-failure -j "$(nproc)" -LE 'fuzz|node'
