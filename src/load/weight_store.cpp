@@ -51,6 +51,13 @@ WeightStore WeightStore::open_file(const std::string& path) {
   return store;
 }
 
+WeightStore WeightStore::on_demand(std::string label, TensorMaker make) {
+  WeightStore store;
+  store.folder_ = std::move(label);
+  store.make_ = std::move(make);
+  return store;
+}
+
 WeightStore WeightStore::open(const std::string& folder) {
   WeightStore store;
   store.folder_ = folder;
@@ -111,7 +118,7 @@ WeightStore WeightStore::open(const std::string& folder) {
 }
 
 bool WeightStore::has(std::string_view name) const {
-  return find(name) != nullptr;
+  return find(name) != nullptr || made_.count(std::string(name)) > 0;
 }
 
 const WeightInfo* WeightStore::find(std::string_view name) const {
@@ -121,6 +128,7 @@ const WeightInfo* WeightStore::find(std::string_view name) const {
 
 Tensor WeightStore::get(std::string_view name) const {
   const WeightInfo* info = find(name);
+  if (auto it = made_.find(std::string(name)); !info && it != made_.end()) return it->second;
   if (!info)
     throw_error(ErrorCode::invalid_file, "{}: missing tensor '{}' ({} tensors in the folder)", folder_, name,
                 by_name_.size());
@@ -140,6 +148,17 @@ Tensor WeightStore::get(std::string_view name, std::initializer_list<int64_t> ex
 
 Tensor WeightStore::get(std::string_view name, const std::vector<int64_t>& expected_shape) const {
   const WeightInfo* info = find(name);
+  if (!info && make_) {  // an on_demand store: make the tensor on its first request
+    std::string key(name);
+    auto it = made_.find(key);
+    if (it == made_.end()) it = made_.emplace(key, make_(key, expected_shape)).first;
+    const Tensor& t = it->second;
+    if (t.ndim() != static_cast<int>(expected_shape.size()) ||
+        !std::equal(expected_shape.begin(), expected_shape.end(), t.shape().begin()))
+      throw_error(ErrorCode::invalid_file, "{}: tensor '{}' has shape {}, expected {}", folder_, name,
+                  t.shape_string(), shape_text(expected_shape));
+    return t;
+  }
   if (info && info->record->shape != expected_shape)
     throw_error(ErrorCode::invalid_file, "{}: tensor '{}' has shape {}, expected {}", folder_, name,
                 shape_text(info->record->shape), shape_text(expected_shape));
@@ -176,18 +195,21 @@ int64_t WeightStore::rename_prefix(std::string_view from, std::string_view to) {
 int64_t WeightStore::parameter_count() const {
   int64_t n = 0;
   for (const auto& [name, info] : by_name_) n += info.record->numel;
+  for (const auto& [name, t] : made_) n += t.numel();
   return n;
 }
 
 std::map<DType, int64_t> WeightStore::bytes_by_dtype() const {
   std::map<DType, int64_t> out;
   for (const auto& [name, info] : by_name_) out[info.record->dtype] += info.record->nbytes;
+  for (const auto& [name, t] : made_) out[t.dtype()] += t.nbytes();
   return out;
 }
 
 int64_t WeightStore::total_bytes() const {
   int64_t n = 0;
   for (const auto& [name, info] : by_name_) n += info.record->nbytes;
+  for (const auto& [name, t] : made_) n += t.nbytes();
   return n;
 }
 

@@ -1,0 +1,110 @@
+#include "models/random_weights.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "backend/cpu/thread_pool.h"
+#include "core/error.h"
+#include "load/json_util.h"
+#include "models/registry.h"
+
+namespace keel::models {
+
+namespace {
+
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+uint64_t name_hash(const std::string& name, uint64_t seed) {
+  uint64_t h = 0xcbf29ce484222325ull ^ splitmix64(seed);  // FNV-1a over the name
+  for (unsigned char c : name) h = (h ^ c) * 0x100000001b3ull;
+  return splitmix64(h);
+}
+
+void store_value(DType dtype, void* base, int64_t i, float v) {
+  switch (dtype) {
+    case DType::bf16: static_cast<uint16_t*>(base)[i] = f32_to_bf16(v); break;
+    case DType::f16: static_cast<uint16_t*>(base)[i] = f32_to_f16(v); break;
+    default: static_cast<float*>(base)[i] = v; break;
+  }
+}
+
+// Fills `t` (contiguous) in place: `constant` when set, else uniform in [−a, a) from the hash of (key, index).
+void fill(Backend& be, Tensor& t, uint64_t key, float a, bool constant) {
+  const int64_t n = t.numel();
+  constexpr int64_t kBlock = int64_t{1} << 16;  // elements per work item (even: two values per hash)
+  auto run = [&](int64_t b0, int64_t b1, int) {
+    for (int64_t b = b0; b < b1; ++b) {
+      const int64_t end = std::min(n, (b + 1) * kBlock);
+      for (int64_t i = b * kBlock; i < end; i += 2) {
+        const uint64_t r = splitmix64(key + static_cast<uint64_t>(i / 2));
+        for (int64_t j = 0; j < 2 && i + j < end; ++j) {
+          const uint32_t bits = static_cast<uint32_t>(r >> (32 * j));
+          const float u = static_cast<float>(bits >> 8) * (1.0f / 16777216.0f);  // [0, 1)
+          store_value(t.dtype(), t.data(), i + j, constant ? a : (2 * u - 1) * a);
+        }
+      }
+    }
+  };
+  const int64_t blocks = (n + kBlock - 1) / kBlock;
+  if (ThreadPool* tp = be.threads(); tp && blocks > 1)
+    tp->parallel_for(blocks, run);
+  else
+    run(0, blocks, 0);
+}
+
+}  // namespace
+
+DType config_weight_dtype(const std::string& dir) {
+  const std::string path = (std::filesystem::path(dir) / "config.json").string();
+  nlohmann::json root = parse_json_lenient(read_text_file(path, 16 << 20), path);
+  std::string name = "bfloat16";
+  for (const char* key : {"dtype", "torch_dtype"}) {
+    if (root.is_object() && root.contains(key) && root[key].is_string()) {
+      name = root[key].get<std::string>();
+      break;
+    }
+  }
+  if (name == "bfloat16") return DType::bf16;
+  if (name == "float16") return DType::f16;
+  if (name == "float32") return DType::f32;
+  throw_error(ErrorCode::unsupported, "{}: dtype \"{}\" (random weights are made in bfloat16, float16 or float32)",
+              path, clip_for_message(name, 40));
+}
+
+LoadedModel random_weights_model(const ModelConfig& config, DType dtype, Backend& be, uint64_t seed,
+                                 const std::string& label) {
+  if (dtype != DType::bf16 && dtype != DType::f16 && dtype != DType::f32)
+    throw_error(ErrorCode::unsupported, "{}: random weights in {} (only bf16, f16, f32)", label, dtype_name(dtype));
+  LoadedModel m;
+  m.config = config;
+  ModelFactory make = find_model_factory(config.model_type);
+  m.weights = std::make_unique<WeightStore>(WeightStore::on_demand(
+      label, [&be, dtype, seed](const std::string& name, const std::vector<int64_t>& shape) {
+        Tensor t = Tensor::empty(be.pool(), dtype, shape.data(), static_cast<int>(shape.size()), name);
+        const bool norm = shape.size() == 1 && name.find("norm") != std::string::npos;
+        const float a = shape.size() == 1 ? (norm ? 1.0f : 0.5f)
+                                          : std::sqrt(3.0f / static_cast<float>(std::max<int64_t>(1, shape.back())));
+        fill(be, t, name_hash(name, seed), a, norm);
+        return t;
+      }));
+  try {
+    m.model = make(m.config, *m.weights, be);
+  } catch (const Error& e) {
+    if (std::string_view(e.what()).find(label) != std::string_view::npos) throw;
+    throw Error(e.code(), label + ": " + e.what());
+  }
+  return m;
+}
+
+LoadedModel random_weights_model(const std::string& dir, Backend& be, uint64_t seed) {
+  return random_weights_model(load_model_config(dir), config_weight_dtype(dir), be, seed, dir + " (random weights)");
+}
+
+}  // namespace keel::models
