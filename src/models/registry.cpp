@@ -8,7 +8,9 @@ namespace keel::models {
 #define KEEL_MODEL_TYPES(X) \
   X(llama)                  \
   X(qwen3)                  \
-  X(nemotron_h)
+  X(nemotron_h)             \
+  X(qwen3_5)                \
+  X(qwen3_5_moe)
 
 #define KEEL_DECLARE_MODEL(name) std::unique_ptr<Model> make_##name(const ModelConfig&, WeightStore&, Backend&);
 KEEL_MODEL_TYPES(KEEL_DECLARE_MODEL)

@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "models/blocks/views.h"
+#include "ops/activation.h"
 #include "ops/attention.h"
 #include "ops/rope.h"
 
@@ -12,7 +13,7 @@ namespace keel::models {
 AttentionWeights bind_attention(const WeightBinder& w, const AttentionSpec& s) {
   AttentionWeights a;
   const int64_t q = s.n_q * s.head_dim, kv = s.n_kv * s.head_dim;
-  a.q = w.linear("q_proj", q, s.hidden, s.bias);
+  a.q = w.linear("q_proj", s.output_gate ? 2 * q : q, s.hidden, s.bias);
   a.k = w.linear("k_proj", kv, s.hidden, s.bias);
   a.v = w.linear("v_proj", kv, s.hidden, s.bias);
   a.o = w.linear("o_proj", s.hidden, q, s.bias);
@@ -39,14 +40,17 @@ void AttentionBlock::init_cache(LayerCache& cache, int64_t capacity, MemoryPool&
 void AttentionBlock::forward(const StepContext& ctx, size_t slot, const Tensor& x, Tensor& out) const {
   Backend& be = *ctx.be;
   const int64_t T = ctx.T, hd = s_.head_dim;
-  Tensor q = Tensor::empty(ctx.pool(), DType::f32, {T, s_.n_q * hd}, "attention q");
+  const int64_t qw = s_.output_gate ? 2 * hd : hd;  // q_proj values per head
+  Tensor q = Tensor::empty(ctx.pool(), DType::f32, {T, s_.n_q * qw}, "attention q");
   linear(be, w_.q, x, q);
   Tensor k = Tensor::empty(ctx.pool(), DType::f32, {T, s_.n_kv * hd}, "attention k");
   linear(be, w_.k, x, k);
   Tensor v = Tensor::empty(ctx.pool(), DType::f32, {T, s_.n_kv * hd}, "attention v");
   linear(be, w_.v, x, v);
-  Tensor q3 = q.reshape({T, s_.n_q, hd});
-  Tensor k3 = k.reshape({T, s_.n_kv, hd});  // views share ownership: reset both before k's storage goes back
+  // Views share ownership: reset every view of q and k before their storage goes back.
+  Tensor q3 = s_.output_gate ? q.reshape({T, s_.n_q, qw}).slice(2, 0, hd) : q.reshape({T, s_.n_q, hd});
+  Tensor gate = s_.output_gate ? q.reshape({T, s_.n_q, qw}).slice(2, hd, hd) : Tensor();
+  Tensor k3 = k.reshape({T, s_.n_kv, hd});
   if (s_.qk_norm) {
     ops::RmsNormParams np{s_.norm_eps, s_.qk_norm_scale};
     ops::rms_norm(be, q3, w_.q_norm, q3, np);
@@ -74,16 +78,19 @@ void AttentionBlock::forward(const StepContext& ctx, size_t slot, const Tensor& 
     Tensor o = rows(att3, it.begin, it.n);
     ops::attention(be, rows(q3, it.begin, it.n), c.k, c.v, o, ops::AttentionParams{it.past, std::nullopt});
   }
-  q = q3 = Tensor();
+  if (s_.output_gate) ops::activation_mul(be, gate, att3, att3, ops::Activation::sigmoid);
+  q = q3 = gate = Tensor();
   linear(be, w_.o, att, out);
 }
 
 int64_t AttentionBlock::transient_bytes(const StepShape& s) const {
   const int64_t T = s.T, qb = f32_bytes(T * s_.n_q * s_.head_dim), kvb = f32_bytes(T * s_.n_kv * s_.head_dim);
+  const int64_t qpb = s_.output_gate ? 2 * qb : qb;  // q_proj's output
   int64_t attn_ws = 0;
-  for (int64_t n : s.item_tokens) attn_ws = std::max(attn_ws, ops::attention_workspace_bytes(n, s_.n_q, s.n_threads));
+  for (int64_t n : s.item_tokens)
+    attn_ws = std::max(attn_ws, ops::attention_workspace_bytes(n, s_.n_q, s_.n_kv, s.n_threads));
   MemPlan m;
-  m.alloc(qb);
+  m.alloc(qpb);
   m.workspace(linear_workspace_bytes(w_.q, T, s.n_threads));
   m.alloc(kvb);
   m.workspace(linear_workspace_bytes(w_.k, T, s.n_threads));
@@ -92,7 +99,7 @@ int64_t AttentionBlock::transient_bytes(const StepShape& s) const {
   m.free(2 * kvb);
   m.alloc(qb);
   m.workspace(attn_ws);
-  m.free(qb);
+  m.free(qpb);
   m.workspace(linear_workspace_bytes(w_.o, T, s.n_threads));
   return m.peak();
 }

@@ -1,0 +1,134 @@
+// qwen3_5 and qwen3_5_moe text models (transformers models/qwen3_5/modeling_qwen3_5.py,
+// models/qwen3_5_moe/modeling_qwen3_5_moe.py). Every layer, under model.layers.N., is
+//   hidden += mixer(rms_norm(hidden) · (1 + w))   input_layernorm, then linear_attn.* or self_attn.*
+//   hidden += ffn(rms_norm(hidden) · (1 + w))     post_attention_layernorm, then mlp.*
+// with the mixer a Gated DeltaNet (linear_attention, blocks/gated_deltanet) or gated full attention
+// (full_attention: q/k RMSNorm × (1 + w) per head, partial RoPE on the first head_dim · partial_rotary_factor
+// values in rotate_half layout — text M-RoPE gives every section the same position, so it is plain RoPE —,
+// GQA, output × sigmoid(gate) with query ‖ gate per head from q_proj). The ffn is a SwiGLU MLP (qwen3_5) or a
+// MoE (qwen3_5_moe: softmax router, top-k renormalized, SwiGLU experts, shared expert scaled by
+// sigmoid(shared_expert_gate)). Every decoder RMSNorm (input, post-attention, final, q/k) multiplies by 1 + w
+// (zero-initialized weights); the DeltaNet output norm by w. Published folders (…ForConditionalGeneration)
+// hold the text model under model.language_model.* beside a vision tower (model.visual.*) keel does not run.
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <string>
+
+#include "core/error.h"
+#include "models/blocks/attention.h"
+#include "models/blocks/gated_deltanet.h"
+#include "models/blocks/mlp.h"
+#include "models/blocks/moe.h"
+#include "models/transformer.h"
+
+namespace keel::models {
+
+namespace {
+
+// model.language_model.* → model.*; says once that the vision tower stays unused.
+void use_language_model_weights(const ModelConfig& cfg, WeightStore& store) {
+  if (!store.has("model.language_model.embed_tokens.weight")) return;
+  store.rename_prefix("model.language_model.", "model.");
+  int64_t vision = 0;
+  for (const std::string& n : store.names()) vision += n.rfind("model.visual.", 0) == 0;
+  spdlog::info("{}: serving the text model of a multimodal folder; ignoring its vision tower ({} tensors)",
+               cfg.model_type, vision);
+}
+
+// Qwen3_5MoeSparseMoeBlock: gate [E, d]; experts per expert (experts.N.{gate,up,down}_proj.weight) or fused
+// (experts.gate_up_proj [E, 2I, d]: gate rows then up rows; experts.down_proj [E, d, I]); shared_expert.* and
+// shared_expert_gate [1, d].
+std::unique_ptr<Block> moe_block(const ModelConfig& cfg, const WeightBinder& w) {
+  const MoeConfig& c = cfg.moe;
+  const int64_t d = cfg.hidden_size, E = c.num_experts, I = c.moe_intermediate_size;
+  const int64_t Is = c.shared_expert_intermediate_size;
+  if (activation_from_name(c.hidden_act, "hidden_act") != ops::Activation::silu)
+    throw_error(ErrorCode::unsupported, "{}: MoE experts with hidden_act \"{}\" (only silu)", cfg.model_type,
+                c.hidden_act);
+  ops::MoeWeights mw;
+  mw.router = w.get("gate.weight", {E, d});
+  const bool fused = w.has("experts.gate_up_proj");
+  Tensor gate_up = fused ? w.get("experts.gate_up_proj", {E, 2 * I, d}) : Tensor();
+  Tensor down = fused ? w.get("experts.down_proj", {E, d, I}) : Tensor();
+  for (int64_t e = 0; e < E; ++e) {
+    const WeightBinder x = w.sub(fmt::format("experts.{}.", e));
+    mw.gate.push_back(fused ? gate_up.select(e).slice(0, 0, I) : x.get("gate_proj.weight", {I, d}));
+    mw.up.push_back(fused ? gate_up.select(e).slice(0, I, I) : x.get("up_proj.weight", {I, d}));
+    mw.down.push_back(fused ? down.select(e) : x.get("down_proj.weight", {d, I}));
+  }
+  mw.shared_gate = w.get("shared_expert.gate_proj.weight", {Is, d});
+  mw.shared_up = w.get("shared_expert.up_proj.weight", {Is, d});
+  mw.shared_down = w.get("shared_expert.down_proj.weight", {d, Is});
+  mw.shared_expert_gate = w.get("shared_expert_gate.weight", {1, d});
+  ops::MoeParams p;
+  p.router = ops::MoeRouter::softmax_topk;
+  p.activation = ops::MoeActivation::swiglu;
+  p.top_k = c.num_experts_per_tok;
+  return std::make_unique<MoeBlock>(std::move(mw), p);
+}
+
+std::unique_ptr<Model> make_qwen3_5_family(const ModelConfig& cfg, WeightStore& store, Backend& be) {
+  use_language_model_weights(cfg, store);
+  WeightBinder root(store, be.pool());
+  DecoderSpec spec;
+  bind_embeddings(cfg, root, spec, "model.embed_tokens.weight", "model.norm.weight");
+  spec.norm.scale = ops::NormScale::one_plus_weight;
+  const int64_t d = cfg.hidden_size;
+  const AttentionConfig& a = cfg.attention;
+  AttentionSpec as;
+  if (cfg.has(LayerKind::attention)) {
+    if (!a.rope)
+      throw_error(ErrorCode::invalid_file, "{}: full attention without RoPE settings", cfg.model_type);
+    spec.rope.emplace(*a.rope, a.head_dim);  // rotary_dim = head_dim · partial_rotary_factor
+    as.hidden = d;
+    as.n_q = a.num_attention_heads;
+    as.n_kv = a.num_key_value_heads;
+    as.head_dim = a.head_dim;
+    as.bias = a.attention_bias;
+    as.qk_norm = true;
+    as.qk_norm_scale = ops::NormScale::one_plus_weight;
+    as.norm_eps = spec.norm.eps;
+    as.rope = true;
+    as.output_gate = a.output_gate;
+  }
+  const ops::Activation act = activation_from_name(cfg.mlp.hidden_act, "hidden_act");
+
+  std::vector<DecoderLayer> layers;
+  for (int64_t i = 0; i < cfg.num_layers(); ++i) {
+    const LayerSpec& ls = cfg.layers[static_cast<size_t>(i)];
+    const WeightBinder w = root.sub(fmt::format("model.layers.{}.", i));
+    std::unique_ptr<Block> mixer;
+    if (ls.kind == LayerKind::gated_deltanet)
+      mixer = std::make_unique<GatedDeltaNetBlock>(
+          cfg.gated_deltanet, spec.norm.eps,
+          bind_gated_deltanet(w.sub("linear_attn."), cfg.gated_deltanet, d));
+    else if (ls.kind == LayerKind::attention)
+      mixer = std::make_unique<AttentionBlock>(as, bind_attention(w.sub("self_attn."), as));
+    else
+      throw_error(ErrorCode::unsupported, "{}: layer {} is {}", cfg.model_type, i, layer_kind_name(ls.kind));
+    std::unique_ptr<Block> ffn;
+    if (ls.ffn == LayerKind::moe)
+      ffn = moe_block(cfg, w.sub("mlp."));
+    else
+      ffn =
+          std::make_unique<MlpBlock>(bind_mlp(w.sub("mlp."), d, cfg.mlp.intermediate_size, true, false), act);
+    DecoderLayer layer;
+    layer.parts.push_back({w.vec("input_layernorm.weight", d), std::move(mixer)});
+    layer.parts.push_back({w.vec("post_attention_layernorm.weight", d), std::move(ffn)});
+    layers.push_back(std::move(layer));
+  }
+  return std::make_unique<DecoderModel>(be, std::move(spec), std::move(layers));
+}
+
+}  // namespace
+
+std::unique_ptr<Model> make_qwen3_5(const ModelConfig& cfg, WeightStore& store, Backend& be) {
+  return make_qwen3_5_family(cfg, store, be);
+}
+
+std::unique_ptr<Model> make_qwen3_5_moe(const ModelConfig& cfg, WeightStore& store, Backend& be) {
+  return make_qwen3_5_family(cfg, store, be);
+}
+
+}  // namespace keel::models
