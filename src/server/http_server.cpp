@@ -1,0 +1,226 @@
+#include "server/http_server.h"
+
+#include <spdlog/spdlog.h>
+
+#include <csignal>
+
+#include "chat/parsers/json_tool_calls.h"
+#include "server/completion_handler.h"
+
+namespace keel::server {
+
+int http_worker_threads(int parallel) { return std::max(64, 8 * std::max(parallel, 1)); }
+
+namespace {
+
+// Equal strings compare in time that depends only on their lengths, not on where they differ.
+bool constant_time_equal(std::string_view a, std::string_view b) {
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  size_t n = std::max(a.size(), b.size());
+  for (size_t i = 0; i < n; ++i) {
+    unsigned char x = i < a.size() ? static_cast<unsigned char>(a[i]) : 0;
+    unsigned char y = i < b.size() ? static_cast<unsigned char>(b[i]) : 0;
+    diff |= static_cast<unsigned char>(x ^ y);
+  }
+  return diff == 0;
+}
+
+void send_json(httplib::Response& res, const Json& body, int status = 200) {
+  res.status = status;
+  res.set_content(chat::dump_json(body), "application/json");
+}
+
+ApiError loading_error() {
+  return ApiError(503, "model_loading", "the model is still loading; retry in a moment", {}, "unavailable_error")
+      .with_retry_after(1);
+}
+
+const char* outcome_of(const ApiError& e) { return e.code().empty() ? "error" : e.code().c_str(); }
+
+}  // namespace
+
+struct HttpServer::Impl {
+  httplib::Server http;
+};
+
+HttpServer::HttpServer(ServerOptions options) : options_(std::move(options)), impl_(std::make_unique<Impl>()) {}
+
+HttpServer::~HttpServer() { stop(); }
+
+void HttpServer::set_model(const ModelContext* ctx) { model_.store(ctx); }
+
+void HttpServer::start() {
+  // A client that closes its socket mid-write must cost one request, not the process.
+  std::signal(SIGPIPE, SIG_IGN);
+  httplib::Server& http = impl_->http;
+  const int threads = http_worker_threads(options_.parallel);
+  http.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+  http.set_payload_max_length(options_.max_body_bytes);
+  http.set_read_timeout(60);    // a slow client uploading a large prompt
+  http.set_write_timeout(30);   // a client that stops reading its stream
+  http.set_keep_alive_timeout(30);
+  http.set_keep_alive_max_count(1000);
+  http.set_tcp_nodelay(true);   // stream chunks leave at once
+
+  http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    size_t header_bytes = 0;
+    for (const auto& [k, v] : req.headers) header_bytes += k.size() + v.size() + 4;
+    if (header_bytes > options_.max_header_bytes) {
+      send_error(res, ApiError(431, "headers_too_large",
+                               fmt::format("request headers take {} bytes; the limit is {}", header_bytes,
+                                           options_.max_header_bytes)));
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    if (options_.api_key.empty() || req.path == "/health" || req.path == "/v1/health")
+      return httplib::Server::HandlerResponse::Unhandled;
+    std::string given;
+    std::string auth = req.get_header_value("Authorization");
+    if (auth.size() > 7 && (auth.compare(0, 7, "Bearer ") == 0 || auth.compare(0, 7, "bearer ") == 0))
+      given = auth.substr(7);
+    else
+      given = req.get_header_value("X-Api-Key");
+    if (!constant_time_equal(given, options_.api_key)) {
+      metrics_.count_request("auth", "unauthorized");
+      send_error(res, ApiError(401, "invalid_api_key",
+                               given.empty() ? "an API key is required: send Authorization: Bearer <key>"
+                                             : "the API key is not valid"));
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
+
+  http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    if (res.status == 404)
+      send_error(res, ApiError(404, "not_found", fmt::format("no endpoint {} {}", req.method, req.path)));
+    else if (res.status == 413)
+      send_error(res, ApiError(413, "body_too_large", "the request body is larger than this server accepts"));
+    else
+      send_error(res, ApiError(res.status, "http_error", fmt::format("HTTP error {}", res.status)));
+  });
+
+  http.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+    try {
+      std::rethrow_exception(ep);
+    } catch (const ApiError& e) {
+      send_error(res, e);
+    } catch (const Error& e) {
+      send_error(res, api_error_from(e));
+    } catch (const std::exception& e) {
+      spdlog::error("request failed: {}", e.what());
+      send_error(res, ApiError(500, "internal_error", e.what()));
+    }
+  });
+
+  // The API handlers: each needs the model; ApiError and keel::Error become OpenAI error bodies.
+  auto api = [this](const char* endpoint, auto body) {
+    return [this, endpoint, body](const httplib::Request& req, httplib::Response& res) {
+      const ModelContext* model = model_.load();
+      try {
+        if (!model) throw loading_error();
+        body(req, res, *model);
+      } catch (const ApiError& e) {
+        metrics_.count_request(endpoint, outcome_of(e));
+        send_error(res, e);
+      } catch (const Error& e) {
+        ApiError a = api_error_from(e);
+        metrics_.count_request(endpoint, outcome_of(a));
+        send_error(res, a);
+      }
+    };
+  };
+
+  auto chat = api("chat", [this](const httplib::Request& req, httplib::Response& res, const ModelContext& m) {
+    handle_chat_completions(req, res, HandlerEnv{m, metrics_, options_, stopping_});
+  });
+  auto completions = api("completions", [this](const httplib::Request& req, httplib::Response& res,
+                                               const ModelContext& m) {
+    handle_completions(req, res, HandlerEnv{m, metrics_, options_, stopping_});
+  });
+  auto models = api("models", [](const httplib::Request&, httplib::Response& res, const ModelContext& m) {
+    int64_t limit = m.engine->model().context_limit();
+    Json entry = {{"id", m.model_id},
+                  {"object", "model"},
+                  {"created", 0},
+                  {"owned_by", "keel"},
+                  {"context_length", m.context_tokens},
+                  {"max_model_len", m.context_tokens},
+                  {"meta", {{"n_ctx", m.context_tokens}, {"n_ctx_train", limit}, {"n_vocab", m.engine->model().vocab_size()}}}};
+    send_json(res, Json{{"object", "list"}, {"data", Json::array({entry})}});
+  });
+  auto tokenize = api("tokenize", [](const httplib::Request& req, httplib::Response& res, const ModelContext& m) {
+    Json body = parse_json_body(req.body);
+    if (!body.is_object() || !body.contains("content") || !body["content"].is_string())
+      throw_invalid("content", "'content' must be a string");
+    bool add_special = body.value("add_special", false);
+    bool with_pieces = body.value("with_pieces", false);
+    std::vector<int32_t> ids = m.tokenizer->encode(body["content"].get<std::string>(),
+                                                   {.allow_special = true, .add_special_tokens = add_special});
+    Json tokens = Json::array();
+    for (int32_t id : ids) {
+      if (!with_pieces) {
+        tokens.push_back(id);
+        continue;
+      }
+      std::vector<int32_t> one{id};
+      tokens.push_back(Json{{"id", id}, {"piece", m.tokenizer->decode(one)}});
+    }
+    send_json(res, Json{{"tokens", std::move(tokens)}});
+  });
+  auto detokenize = api("detokenize", [](const httplib::Request& req, httplib::Response& res, const ModelContext& m) {
+    Json body = parse_json_body(req.body);
+    if (!body.is_object() || !body.contains("tokens") || !body["tokens"].is_array())
+      throw_invalid("tokens", "'tokens' must be an array of token ids");
+    std::vector<int32_t> ids;
+    for (size_t i = 0; i < body["tokens"].size(); ++i) {
+      const Json& id = body["tokens"][i];
+      if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX)
+        throw_invalid(fmt::format("tokens[{}]", i), "'tokens[{}]' must be a token id", i);
+      ids.push_back(id.get<int32_t>());
+    }
+    send_json(res, Json{{"content", m.tokenizer->decode(ids)}});
+  });
+
+  for (const char* path : {"/v1/chat/completions", "/chat/completions"}) http.Post(path, chat);
+  for (const char* path : {"/v1/completions", "/completions"}) http.Post(path, completions);
+  for (const char* path : {"/v1/models", "/models"}) http.Get(path, models);
+  http.Post("/tokenize", tokenize);
+  http.Post("/detokenize", detokenize);
+  for (const char* path : {"/health", "/v1/health"}) {
+    http.Get(path, [this](const httplib::Request&, httplib::Response& res) {
+      if (model_.load()) send_json(res, Json{{"status", "ok"}});
+      else send_error(res, loading_error());
+    });
+  }
+  http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    if (!options_.metrics) {
+      send_error(res, ApiError(501, "not_enabled", "metrics are off: start keel serve with --metrics"));
+      return;
+    }
+    const ModelContext* model = model_.load();
+    std::optional<EngineStats> stats;
+    if (model) stats = model->engine->stats();
+    res.set_content(metrics_.render(stats ? &*stats : nullptr), "text/plain; version=0.0.4; charset=utf-8");
+  });
+
+  if (options_.port == 0) {
+    port_ = http.bind_to_any_port(options_.host);
+    if (port_ <= 0) throw_error(ErrorCode::invalid_argument, "cannot listen on {} (any port)", options_.host);
+  } else {
+    if (!http.bind_to_port(options_.host, options_.port))
+      throw_error(ErrorCode::invalid_argument,
+                  "cannot listen on {}:{}: the address is in use or not available (try another --port or --host)",
+                  options_.host, options_.port);
+    port_ = options_.port;
+  }
+  thread_ = std::thread([this] { impl_->http.listen_after_bind(); });
+}
+
+void HttpServer::stop() {
+  if (!thread_.joinable()) return;
+  stopping_.store(true);
+  impl_->http.stop();
+  thread_.join();
+}
+
+}  // namespace keel::server

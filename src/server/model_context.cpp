@@ -1,0 +1,123 @@
+#include "server/model_context.h"
+
+#include <algorithm>
+#include <array>
+#include <string_view>
+
+#include "chat/jinja/errors.h"
+
+namespace keel::server {
+
+namespace {
+
+// The output parser's markers. When a tokenizer makes one of them a special token, its text must stay in the
+// output for the parser to see (llama-server's "preserved tokens"); other special tokens are dropped.
+constexpr std::array<std::string_view, 6> kParserMarkers = {"<think>",    "</think>",    "<tool_call>",
+                                                            "</tool_call>", "<TOOLCALL>", "</TOOLCALL>"};
+
+std::vector<int32_t> shown_special_tokens(const tokenizer::Tokenizer& tok) {
+  std::vector<int32_t> ids;
+  for (std::string_view m : kParserMarkers) {
+    if (auto id = tok.token_to_id(m); id && tok.is_special(*id)) ids.push_back(*id);
+  }
+  return ids;
+}
+
+TextOptions text_options(const ModelContext& ctx, const GenerationOptions& gen) {
+  TextOptions t;
+  t.tokenizer = ctx.tokenizer;
+  t.stop_strings = gen.stop;
+  t.stop_tokens = ctx.eos_tokens;
+  t.shown_special_tokens = shown_special_tokens(*ctx.tokenizer);
+  return t;
+}
+
+std::vector<int32_t> encode(const ModelContext& ctx, const std::string& text, bool add_special, const char* param) {
+  try {
+    return ctx.tokenizer->encode(text, {.allow_special = true, .add_special_tokens = add_special});
+  } catch (const Error& e) {
+    throw ApiError(400, "invalid_value", fmt::format("the prompt cannot be tokenized: {}", e.what()), param);
+  }
+}
+
+}  // namespace
+
+void check_model_name(const ModelContext& ctx, const std::string& requested) {
+  if (requested.empty() || requested == ctx.model_id) return;
+  throw ApiError(400, "model_not_found",
+                 fmt::format("the model '{}' is not served here; this server serves '{}'", requested, ctx.model_id),
+                 "model");
+}
+
+PreparedPrompt prepare_chat(const ModelContext& ctx, const ChatRequest& request) {
+  check_model_name(ctx, request.model);
+  if (!ctx.chat_template)
+    throw ApiError(400, "unsupported",
+                   "this model has no chat template: use /v1/completions, or start keel with --chat-template FILE",
+                   "messages");
+  chat::ChatInputs in;
+  in.messages = ctx.chat_template->prepare_messages(request.messages);
+  in.tools = request.tools;
+  in.add_generation_prompt = true;
+  in.extra = request.template_kwargs;
+  std::string rendered;
+  try {
+    rendered = ctx.chat_template->render(in);
+  } catch (const chat::jinja::TemplateRaisedError& e) {
+    throw ApiError(400, "invalid_value", fmt::format("the chat template rejected the conversation: {}", e.what()),
+                   "messages");
+  } catch (const Error& e) {
+    throw ApiError(400, "invalid_value", fmt::format("the chat template failed on this conversation: {}", e.what()),
+                   "messages");
+  }
+  PreparedPrompt p;
+  p.tokens = encode(ctx, rendered, /*add_special=*/false, "messages");  // the template writes its own BOS
+  p.parser = chat::make_parser_options(ctx.output_format, rendered, request.tools, request.parse_tool_calls);
+  p.text = text_options(ctx, request.gen);
+  return p;
+}
+
+PreparedPrompt prepare_completion(const ModelContext& ctx, const CompletionRequest& request) {
+  check_model_name(ctx, request.model);
+  PreparedPrompt p;
+  if (request.prompt_tokens) {
+    int64_t vocab = ctx.engine->model().vocab_size();
+    for (size_t i = 0; i < request.prompt_tokens->size(); ++i) {
+      if ((*request.prompt_tokens)[i] >= vocab)
+        throw_invalid(fmt::format("prompt[{}]", i), "'prompt[{}]' is {}, outside the vocabulary (size {})", i,
+                      (*request.prompt_tokens)[i], vocab);
+    }
+    p.tokens = *request.prompt_tokens;
+  } else {
+    p.tokens = encode(ctx, request.prompt, /*add_special=*/true, "prompt");
+  }
+  p.text = text_options(ctx, request.gen);
+  return p;
+}
+
+Submitted submit_generation(const ModelContext& ctx, PreparedPrompt& prompt, const GenerationOptions& gen,
+                            const char* prompt_param) {
+  if (prompt.tokens.empty()) throw_invalid(prompt_param, "the prompt is empty after tokenization");
+  Request r;
+  r.prompt = prompt.tokens;
+  // No max_tokens: until the context ends. A larger one is capped by the scheduler at the context (length).
+  r.max_new_tokens = gen.max_tokens.value_or(ctx.context_tokens);
+  r.stop_tokens = ctx.eos_tokens;
+  r.chooser = ctx.make_chooser(gen);
+  auto sink = std::make_shared<GenerationSink>(prompt.text);
+  r.sink = sink;
+  Submitted s{sink, r.cancelled};
+  try {
+    ctx.engine->submit(std::move(r));
+  } catch (const Error& e) {
+    ApiError a = api_error_from(e);
+    if (e.code() == ErrorCode::context_length_exceeded)
+      throw ApiError(400, "context_length_exceeded",
+                     fmt::format("this model's context is {} tokens per request; {}", ctx.context_tokens, e.what()),
+                     prompt_param);
+    throw a;
+  }
+  return s;
+}
+
+}  // namespace keel::server

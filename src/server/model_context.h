@@ -1,0 +1,58 @@
+// What the server needs from a loaded model, and the step from a validated request to engine input: render the
+// chat template, tokenize, choose the output parser, resolve the stop tokens. `keel serve` builds the ModelContext
+// (load, pool, engine); the server only borrows it.
+#pragma once
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "chat/chat_template.h"
+#include "chat/parsers/output_parser.h"
+#include "engine/engine.h"
+#include "server/generation.h"
+#include "server/openai_request.h"
+#include "tokenizer/tokenizer.h"
+
+namespace keel::server {
+
+// Builds a request's TokenChooser from its sampling fields (unset ones take the model's defaults).
+using ChooserFactory = std::function<std::unique_ptr<TokenChooser>(const GenerationOptions&)>;
+
+struct ModelContext {
+  Engine* engine = nullptr;
+  const tokenizer::Tokenizer* tokenizer = nullptr;
+  const chat::ChatTemplate* chat_template = nullptr;  // nullptr: /v1/chat/completions answers 400
+  chat::OutputFormat output_format;  // the template's reasoning and tool-call syntax (detect_output_format)
+  std::string model_id;        // what /v1/models lists (--alias, else the model folder's name)
+  int64_t context_tokens = 0;  // tokens one sequence may hold: min(--ctx-size, the model's own limit)
+  std::vector<int32_t> eos_tokens;  // end-of-generation ids (config.json, generation_config.json, tokenizer)
+  ChooserFactory make_chooser;
+};
+
+// A request ready for the engine.
+struct PreparedPrompt {
+  std::vector<int32_t> tokens;
+  std::optional<chat::ParserOptions> parser;  // chat only
+  TextOptions text;
+};
+
+// Throws ApiError: 400 for a template that rejects the conversation (its own message) or a prompt the tokenizer
+// refuses (invalid UTF-8), 400 naming "model" for an unknown model name.
+PreparedPrompt prepare_chat(const ModelContext& ctx, const ChatRequest& request);
+PreparedPrompt prepare_completion(const ModelContext& ctx, const CompletionRequest& request);
+
+// The model name check shared by both: empty, the served id, or the model folder's id are accepted.
+void check_model_name(const ModelContext& ctx, const std::string& requested);
+
+// Builds the engine Request for a prepared prompt and submits it; the engine answers through `sink`.
+// Throws ApiError 400 context_length_exceeded (with both token counts) for a prompt that can never fit.
+struct Submitted {
+  std::shared_ptr<GenerationSink> sink;
+  std::shared_ptr<std::atomic<bool>> cancelled;
+};
+Submitted submit_generation(const ModelContext& ctx, PreparedPrompt& prompt, const GenerationOptions& gen,
+                            const char* prompt_param);
+
+}  // namespace keel::server
