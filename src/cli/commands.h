@@ -6,6 +6,8 @@
 namespace keel::cli {
 
 void add_inspect_command(CLI::App& app);
+void add_run_command(CLI::App& app);
+void add_perplexity_command(CLI::App& app);
 void add_render_command(CLI::App& app);
 void add_tokenize_command(CLI::App& app);
 

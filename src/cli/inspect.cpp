@@ -2,15 +2,19 @@
 // kinds, parameters and weight bytes (from the safetensors headers), persistent state per sequence, KV bytes
 // per token.
 #include <iostream>
+#include <limits>
 #include <memory>
+#include <thread>
 #include <nlohmann/json.hpp>
 
+#include "backend/cpu/cpu_backend.h"
 #include "cli/commands.h"
 #include "core/error.h"
 #include "core/sysmem.h"
 #include "load/config.h"
 #include "load/state_spec.h"
 #include "load/weight_store.h"
+#include "models/loader.h"
 
 namespace keel::cli {
 
@@ -22,6 +26,15 @@ struct InspectOptions {
   int64_t ctx = -1;    // tokens; -1: max_position_embeddings
   int64_t chunk = -1;  // tokens per prefill step; -1: not asked
 };
+
+// The model's closed-form transient bytes for a prefill step of `chunk` tokens (logits for its last) on all cores.
+int64_t planned_step_bytes(const std::string& dir, int64_t chunk) {
+  MemoryPool pool("cpu", std::numeric_limits<int64_t>::max());
+  CpuBackend be(pool, 0);
+  models::LoadedModel m = models::load_model(dir, be);
+  StepShapeItem step{chunk, 0, 1};
+  return m.model->step_transient_bytes({&step, 1});
+}
 
 nlohmann::json inspect_report(const InspectOptions& o) {
   ModelConfig cfg = load_model_config(o.dir);
@@ -67,8 +80,14 @@ nlohmann::json inspect_report(const InspectOptions& o) {
   r["ctx"] = ctx;
   r["state_bytes_at_ctx"] = state.bytes_at_context(ctx);
   r["chunk"] = o.chunk >= 0 ? nlohmann::json(o.chunk) : nlohmann::json();
-  // Filled in once the ops report their workspaces.
   r["step_workspace_bytes"] = nullptr;
+  if (o.chunk > 0) {
+    try {
+      r["step_workspace_bytes"] = planned_step_bytes(o.dir, o.chunk);
+    } catch (const Error& e) {  // a folder keel cannot run is still described
+      r["step_workspace_error"] = e.what();
+    }
+  }
   return r;
 }
 
@@ -106,7 +125,13 @@ void print_text(const nlohmann::json& r, std::ostream& out) {
   out << fmt::format("KV per token (fp32)        {}\n", bytes(r["kv_bytes_per_token"]));
   out << fmt::format("state at {} tokens    {}\n", r["ctx"].get<int64_t>(), bytes(r["state_bytes_at_ctx"]));
   std::string chunk = r["chunk"].is_null() ? "N" : std::to_string(r["chunk"].get<int64_t>());
-  out << fmt::format("planned step workspace for --chunk {}: n/a (ops not built)\n", chunk);
+  out << (r.contains("step_workspace_error")
+              ? fmt::format("planned step workspace for --chunk {}: n/a ({})\n", chunk,
+                            r["step_workspace_error"].get<std::string>())
+          : r["step_workspace_bytes"].is_null()
+              ? std::string("planned step workspace: give --chunk N\n")
+              : fmt::format("planned step workspace for --chunk {} ({} threads): {}\n", chunk,
+                            std::thread::hardware_concurrency(), bytes(r["step_workspace_bytes"])));
 }
 
 }  // namespace

@@ -14,6 +14,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "Help for every subcommand");
   keel::cli::add_inspect_command(app);
+  keel::cli::add_run_command(app);
+  keel::cli::add_perplexity_command(app);
   keel::cli::add_render_command(app);
   keel::cli::add_tokenize_command(app);
 
