@@ -141,6 +141,11 @@ enum class StmtKind : uint8_t {
   scope,       // a body rendered in place ({% generation %} of transformers' AssistantTracker)
 };
 
+// Names a frame binds to Undefined when it starts (jinja2's VAR_LOAD_UNDEFINED, see scopes.cpp): names the frame
+// assigns whose first mention in it is the assignment and that no enclosing frame mentions. Until assigned they
+// read as undefined, also from nested loops and macros, even when the context has a value of that name.
+using UndefinedAtStart = std::vector<std::string>;
+
 struct Stmt {
   Stmt(StmtKind k, int line_) : kind(k), line(line_) {}
   virtual ~Stmt() = default;
@@ -177,6 +182,7 @@ struct For : Stmt {
   ExprPtr filter;  // `for x in y if cond`, may be null
   bool recursive = false;
   Body body, else_body;
+  UndefinedAtStart body_undefined, else_undefined;
 };
 
 struct Set : Stmt {
@@ -190,6 +196,7 @@ struct SetBlock : Stmt {
   Target target;
   ExprPtr filter;  // a FilterOrTest chain whose innermost node is null, or null
   Body body;
+  UndefinedAtStart undefined;
 };
 
 struct MacroParam {
@@ -203,6 +210,7 @@ struct Macro : Stmt {
   std::vector<MacroParam> params;
   bool uses_varargs = false, uses_kwargs = false, uses_caller = false;
   Body body;
+  UndefinedAtStart undefined;
 };
 
 struct CallBlock : Stmt {
@@ -215,21 +223,25 @@ struct FilterBlock : Stmt {
   explicit FilterBlock(int line) : Stmt(StmtKind::filter_block, line) {}
   ExprPtr filter;  // FilterOrTest chain whose innermost node is null
   Body body;
+  UndefinedAtStart undefined;
 };
 
 struct With : Stmt {
   explicit With(int line) : Stmt(StmtKind::with, line) {}
   std::vector<std::pair<Target, ExprPtr>> assignments;
   Body body;
+  UndefinedAtStart undefined;
 };
 
 struct Scope : Stmt {
   explicit Scope(int line) : Stmt(StmtKind::scope, line) {}
   Body body;
+  UndefinedAtStart undefined;
 };
 
 struct Template {
   Body body;
+  UndefinedAtStart undefined;
 };
 
 }  // namespace keel::chat::jinja::ast

@@ -80,7 +80,7 @@ Value f_title(Interpreter&, const Value& v, Args& a) {
     }
     i = j;
   }
-  return string_like(s, std::move(out));
+  return Value::string(std::move(out));  // "".join(...): a plain str even for Markup input
 }
 Value f_trim(Interpreter&, const Value& v, Args& a) {
   ArgReader r(a, "do_trim", {"chars"});
@@ -88,7 +88,7 @@ Value f_trim(Interpreter&, const Value& v, Args& a) {
   std::optional<std::string> chars;
   if (const Value* c = r.get(0); c && !c->is_none()) {
     if (!c->is_string()) type_error("strip arg must be None or str");
-    chars = c->str();
+    chars = s.is_markup() && !c->is_markup() ? html_escape(c->str()) : c->str();  // Markup.strip escapes it
   }
   return string_like(s, pystr::strip(s.str(), chars, true, true));
 }

@@ -90,7 +90,8 @@ Value percent_format(const Value& fmt_value, const Value& args) {
   if (args.is_list() && args.flavor() == ListFlavor::tuple) {
     positional = args.items();
   } else {
-    if (args.is_dict()) mapping = &args;
+    // Python treats any object with __getitem__ (a dict, jinja2's Undefined) as the mapping of %(name)s.
+    if (args.is_dict() || args.is_undefined()) mapping = &args;
     positional.push_back(args);
   }
   bool single = !(args.is_list() && args.flavor() == ListFlavor::tuple);
@@ -113,6 +114,7 @@ Value percent_format(const Value& fmt_value, const Value& args) {
       size_t close = f.find(')', i);
       if (close == std::string::npos) value_error("incomplete format key");
       if (!mapping) type_error("format requires a mapping");
+      if (mapping->is_undefined()) fail_undefined(*mapping);
       const Value* v = mapping->dict_data().find(f.substr(i + 1, close - i - 1));
       if (!v) raise_error("KeyError", "{}", pystr::repr(f.substr(i + 1, close - i - 1)));
       arg = *v;
@@ -389,7 +391,13 @@ Value str_format(const Value& fmt_value, CallArgs& args) {
     if (conversion == "r" || conversion == "a") v = Value::string(repr(v));
     else if (conversion == "s") v = Value::string(to_str(v));
     else if (!conversion.empty()) value_error("Unknown conversion specifier {}", conversion);
-    out += format_spec(v, spec);
+    if (fmt_value.is_markup() && v.is_markup()) {
+      if (!spec.empty()) value_error("Unsupported format specification for Markup.");
+      out += v.str();
+    } else {
+      std::string field_text = format_spec(v, spec);
+      out += fmt_value.is_markup() ? html_escape(field_text) : field_text;  // markupsafe's EscapeFormatter
+    }
     i = j;
   }
   return Value::string(std::move(out), fmt_value.is_markup());

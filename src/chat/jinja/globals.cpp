@@ -45,7 +45,7 @@ class Cycler : public Object {
   std::string type_name() const override { return "Cycler"; }
   std::string repr() const override { return "<jinja2.utils.Cycler object>"; }
   std::optional<Value> get_attr(std::string_view name) const override {
-    auto* self = const_cast<Cycler*>(this);
+    auto self = std::static_pointer_cast<Cycler>(const_cast<Cycler*>(this)->shared_from_this());
     if (name == "items") return Value::list(items_);
     if (name == "pos") return Value::integer(static_cast<int64_t>(pos_));
     if (name == "current") return items_[pos_];

@@ -9,6 +9,18 @@ namespace keel::chat::jinja {
 
 using namespace ast;
 
+namespace {
+
+// A frame that starts with `undefined` names bound to Undefined (see ast::UndefinedAtStart).
+FramePtr child_frame(const FramePtr& parent, const UndefinedAtStart& undefined) {
+  auto f = std::make_shared<Frame>();
+  f->parent = parent;
+  for (const auto& name : undefined) f->vars[name] = undefined_name(name);
+  return f;
+}
+
+}  // namespace
+
 const Value* Frame::find(const std::string& name) const {
   for (const Frame* f = this; f; f = f->parent.get()) {
     auto it = f->vars.find(name);
@@ -20,8 +32,8 @@ const Value* Frame::find(const std::string& name) const {
 // jinja2's LoopContext: `loop.index`, `loop.cycle(...)`, and `loop(children)` in a recursive loop.
 class LoopContext : public Object {
  public:
-  LoopContext(Interpreter& interp, const For& node, FramePtr frame, std::vector<Value> items, int depth0)
-      : interp_(&interp), node_(&node), frame_(std::move(frame)), items_(std::move(items)), depth0_(depth0) {}
+  LoopContext(const For& node, FramePtr frame, std::vector<Value> items, int depth0)
+      : node_(&node), frame_(std::move(frame)), items_(std::move(items)), depth0_(depth0) {}
 
   std::string type_name() const override { return "LoopContext"; }
   std::string repr() const override { return fmt::format("<LoopContext {}/{}>", index0 + 1, items_.size()); }
@@ -54,7 +66,7 @@ class LoopContext : public Object {
       });
     }
     if (name == "changed") {
-      auto* self = const_cast<LoopContext*>(this);
+      auto self = std::static_pointer_cast<LoopContext>(const_cast<LoopContext*>(this)->shared_from_this());
       return Value::callable("changed", [self](Interpreter&, CallArgs& args) {
         Value now = Value::list(args.positional, ListFlavor::tuple);
         if (self->has_last_ && equals(self->last_changed_, now)) return Value::boolean(false);
@@ -79,7 +91,6 @@ class LoopContext : public Object {
   size_t index0 = 0;
 
  private:
-  Interpreter* interp_;
   const For* node_;
   FramePtr frame_;
   std::vector<Value> items_;
@@ -102,6 +113,7 @@ Interpreter::~Interpreter() {
 
 std::string Interpreter::render(const Template& tmpl, FramePtr globals) {
   std::string out;
+  for (const auto& name : tmpl.undefined) globals->vars[name] = undefined_name(name);
   try {
     exec_body(tmpl.body, globals, out);
   } catch (const TemplateError& e) {
@@ -158,8 +170,7 @@ Interpreter::Flow Interpreter::exec(const Stmt& stmt, const FramePtr& frame, std
     }
     case StmtKind::set_block: {
       const auto& node = static_cast<const SetBlock&>(stmt);
-      auto inner = std::make_shared<Frame>();
-      inner->parent = frame;
+      auto inner = child_frame(frame, node.undefined);
       std::string text;
       exec_body(node.body, inner, text);
       Value value = Value::string(std::move(text));
@@ -183,8 +194,7 @@ Interpreter::Flow Interpreter::exec(const Stmt& stmt, const FramePtr& frame, std
     }
     case StmtKind::filter_block: {
       const auto& node = static_cast<const FilterBlock&>(stmt);
-      auto inner = std::make_shared<Frame>();
-      inner->parent = frame;
+      auto inner = child_frame(frame, node.undefined);
       std::string text;
       exec_body(node.body, inner, text);
       append_output(out, to_str(apply_filter_chain(*node.filter, Value::string(std::move(text)), inner)));
@@ -194,17 +204,16 @@ Interpreter::Flow Interpreter::exec(const Stmt& stmt, const FramePtr& frame, std
       const auto& node = static_cast<const With&>(stmt);
       std::vector<Value> values;
       for (const auto& [target, expr] : node.assignments) values.push_back(eval(*expr, frame));
-      auto inner = std::make_shared<Frame>();
-      inner->parent = frame;
+      auto inner = child_frame(frame, node.undefined);
       for (size_t i = 0; i < values.size(); ++i) exec_set(node.assignments[i].first, values[i], inner);
       return exec_body(node.body, inner, out);
     }
     case StmtKind::break_: return Flow::break_;
     case StmtKind::continue_: return Flow::continue_;
     case StmtKind::scope: {
-      auto inner = std::make_shared<Frame>();
-      inner->parent = frame;
-      exec_body(static_cast<const Scope&>(stmt).body, inner, out);
+      const auto& node = static_cast<const Scope&>(stmt);
+      auto inner = child_frame(frame, node.undefined);
+      exec_body(node.body, inner, out);
       return Flow::normal;
     }
   }
@@ -224,15 +233,14 @@ void Interpreter::run_loop(const For& node, const FramePtr& frame, const Value& 
     }
     items = std::move(kept);
   }
-  auto loop = std::make_shared<LoopContext>(*this, node, frame, items, depth);
+  auto loop = std::make_shared<LoopContext>(node, frame, items, depth);
   tracked_objects_.push_back(loop);
   Value loop_value = Value::object(loop);
   // jinja2 runs `else` unless an iteration ran to its end (a `break` or `continue` in the first one counts as none).
   bool completed_one = false;
   for (size_t i = 0; i < items.size(); ++i) {
     budget_.charge_steps(1);
-    auto iter_frame = std::make_shared<Frame>();
-    iter_frame->parent = frame;
+    auto iter_frame = child_frame(frame, node.body_undefined);
     exec_set(node.target, items[i], iter_frame);
     loop->index0 = i;
     iter_frame->vars["loop"] = loop_value;
@@ -242,8 +250,7 @@ void Interpreter::run_loop(const For& node, const FramePtr& frame, const Value& 
     completed_one = true;
   }
   if (!completed_one && !node.else_body.empty()) {
-    auto else_frame = std::make_shared<Frame>();
-    else_frame->parent = frame;
+    auto else_frame = child_frame(frame, node.else_undefined);
     exec_body(node.else_body, else_frame, out);
   }
 }
@@ -282,8 +289,7 @@ Value Interpreter::make_macro(const Macro& macro, const FramePtr& frame) {
 Value Interpreter::call_macro(const Macro& macro, const FramePtr& def_frame, CallArgs& args) {
   CallDepth depth(*this);
   budget_.charge_steps(1);
-  auto frame = std::make_shared<Frame>();
-  frame->parent = def_frame;
+  auto frame = child_frame(def_frame, macro.undefined);
   size_t n = macro.params.size();
   if (args.positional.size() > n && !macro.uses_varargs) {
     type_error("macro {} takes not more than {} argument(s)", pystr::repr(macro.name), n);

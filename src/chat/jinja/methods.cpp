@@ -74,8 +74,46 @@ bool is_numeric_cp(uint32_t cp) {
 }
 bool is_decimal_cp(uint32_t cp) { return category(cp) == UTF8PROC_CATEGORY_ND; }
 
+// markupsafe's Markup escapes the str arguments of these methods before calling str's.
+constexpr std::array<std::string_view, 15> kMarkupEscapingMethods = {
+    "capitalize", "title", "lower", "upper", "replace", "ljust", "rjust", "lstrip",
+    "rstrip", "center", "strip", "translate", "expandtabs", "swapcase", "zfill"};
+
+Value markup_escape(const Value& v) {
+  if (v.is_markup()) return v;
+  return Value::string(html_escape(to_str(v)), true);
+}
+
 Value str_method(const Value& self, CallArgs& args, std::string_view name) {
   const std::string& s = self.str();
+  if (self.is_markup()) {
+    if (std::find(kMarkupEscapingMethods.begin(), kMarkupEscapingMethods.end(), name) != kMarkupEscapingMethods.end()) {
+      for (auto& a : args.positional) {
+        if (a.is_string()) a = markup_escape(a);
+      }
+      for (auto& [k, a] : args.keyword) {
+        if (a.is_string()) a = markup_escape(a);
+      }
+    }
+    if (name == "join") {
+      ArgReader r(args, name, {"iterable"});
+      if (!r.has(0)) type_error("str.join() takes exactly one argument (0 given)");
+      std::string out;
+      size_t i = 0;
+      for (const auto& item : iterate(*r.get(0))) {
+        if (i++) out += s;
+        out += markup_escape(item).str();
+      }
+      return Value::string(std::move(out), true);
+    }
+    if (name == "partition" || name == "rpartition") {
+      for (auto& a : args.positional) a = markup_escape(a);
+    }
+    if (name == "removeprefix" || name == "removesuffix" || name == "casefold") {
+      Value result = str_method(Value::string(s), args, name);  // not wrapped by Markup: a plain str
+      return result;
+    }
+  }
   auto bool_result = [](bool b) { return Value::boolean(b); };
   if (name == "strip" || name == "lstrip" || name == "rstrip") {
     ArgReader r(args, name, {"chars"});

@@ -121,8 +121,14 @@ bool subscriptable_list(const Value& v) {
          v.flavor() != ListFlavor::dict_values && v.flavor() != ListFlavor::dict_items;
 }
 
-// Python's PySlice_AdjustIndices: the indexes a slice visits over a sequence of `len` items.
-std::vector<int64_t> slice_indexes(int64_t len, const Value& start_v, const Value& stop_v, const Value& step_v) {
+// Python's PySlice_AdjustIndices: the adjusted start, stop and step of a slice over `len` items, and the indexes
+// it visits.
+struct SliceIndexes {
+  int64_t start, stop, step;
+  std::vector<int64_t> indexes;
+};
+
+SliceIndexes slice_indexes(int64_t len, const Value& start_v, const Value& stop_v, const Value& step_v) {
   auto as_index = [](const Value& v) -> std::optional<int64_t> {
     if (v.is_none()) return std::nullopt;
     if (v.is_int() || v.is_bool()) return v.int_value();
@@ -143,8 +149,8 @@ std::vector<int64_t> slice_indexes(int64_t len, const Value& start_v, const Valu
   };
   int64_t start = adjust(as_index(start_v), step < 0 ? len - 1 : 0);
   int64_t stop = adjust(as_index(stop_v), step < 0 ? -1 : len);
-  std::vector<int64_t> out;
-  for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) out.push_back(i);
+  SliceIndexes out{start, stop, step, {}};
+  for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) out.indexes.push_back(i);
   return out;
 }
 
@@ -159,6 +165,7 @@ void fail_undefined(const Value& undefined) {
 
 Value arithmetic(BinaryOp op, const Value& a, const Value& b) {
   if (a.is_undefined()) fail_undefined(a);
+  if (op == BinaryOp::mod && a.is_string()) return percent_format(a, b);  // str % Undefined formats (as a mapping)
   if (b.is_undefined()) fail_undefined(b);
   bool ints = (a.is_int() || a.is_bool()) && (b.is_int() || b.is_bool());
   bool numbers = a.is_number() && b.is_number();
@@ -341,7 +348,7 @@ std::vector<Value> iterate(const Value& v) {
       for (uint32_t cp : pystr::decode(v.str())) {
         std::string c;
         pystr::append_utf8(c, cp);
-        chars.push_back(string_like(v, std::move(c)));
+        chars.push_back(Value::string(std::move(c)));  // iterating a Markup gives plain str characters
       }
       return chars;
     }
@@ -418,18 +425,19 @@ Value get_item(const Value& obj, const Value& key) {
   return undefined_element(obj, key);
 }
 
+// jinja2 compiles x[a:b] to a plain Python subscript (no sandbox getitem), so every failure raises.
 Value slice(const Value& obj, const Value& start, const Value& stop, const Value& step) {
   if (obj.is_undefined()) fail_undefined(obj);
-  bool indexable = obj.is_string() || subscriptable_list(obj);
-  if (!indexable) return undefined_element(obj, Value::string("slice"));
-  std::vector<int64_t> idx;
-  try {
-    idx = slice_indexes(obj.is_string() ? static_cast<int64_t>(pystr::length(obj.str()))
-                                        : static_cast<int64_t>(obj.items().size()),
-                        start, stop, step);
-  } catch (const TemplateError& e) {
-    if (e.python_type() == "TypeError") return undefined_element(obj, Value::string("slice"));
-    throw;
+  if (obj.is_dict()) type_error("unhashable type: 'slice'");
+  if (!obj.is_string() && !subscriptable_list(obj)) type_error("'{}' object is not subscriptable", type_name(obj));
+  SliceIndexes spec = slice_indexes(obj.is_string() ? static_cast<int64_t>(pystr::length(obj.str()))
+                                                    : static_cast<int64_t>(obj.items().size()),
+                                    start, stop, step);
+  const std::vector<int64_t>& idx = spec.indexes;
+  if (obj.is_list() && obj.flavor() == ListFlavor::range) {  // a slice of a range is a range
+    const ListData& r = obj.list_data();
+    return Value::range(r.range_start + spec.start * r.range_step, r.range_start + spec.stop * r.range_step,
+                        r.range_step * spec.step);
   }
   if (obj.is_string()) {
     auto cps = pystr::decode(obj.str());

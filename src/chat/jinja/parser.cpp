@@ -958,6 +958,7 @@ ast::Template parse(std::string_view source, const LexerOptions& options) {
   Parser parser(tokenize(source, options));
   ast::Template tmpl = parser.parse_template();
   Checker().body(tmpl.body, false, false);
+  analyze_scopes(tmpl);
   return tmpl;
 }
 

@@ -13,6 +13,9 @@ namespace keel::chat::jinja {
 // `if`) with the line.
 ast::Template parse(std::string_view source, const LexerOptions& options);
 
+// Fills in each frame's UndefinedAtStart (scopes.cpp).
+void analyze_scopes(ast::Template& tmpl);
+
 // jinja2's built-in filter and test names (plus transformers' tojson).
 bool is_known_filter(std::string_view name);
 bool is_known_test(std::string_view name);

@@ -90,14 +90,15 @@ bool t_lt(Interpreter&, const Value& v, Args& a) { return compare(ast::CompareOp
 bool t_le(Interpreter&, const Value& v, Args& a) { return compare(ast::CompareOp::lteq, v, one_arg(a, "le")); }
 bool t_gt(Interpreter&, const Value& v, Args& a) { return compare(ast::CompareOp::gt, v, one_arg(a, "gt")); }
 bool t_ge(Interpreter&, const Value& v, Args& a) { return compare(ast::CompareOp::gteq, v, one_arg(a, "ge")); }
-bool t_filter(Interpreter&, const Value& v, Args& a) {
-  no_args(a, "test_filter");
-  return v.is_string() && find_filter(v.str()) != nullptr;
+// `value in env.filters`: a dict lookup, so an unhashable value is a TypeError.
+bool registry_lookup(const Value& v, bool filters) {
+  if (v.is_dict() || (v.is_list() && v.flavor() != ListFlavor::tuple && v.flavor() != ListFlavor::range)) {
+    type_error("unhashable type: '{}'", type_name(v));
+  }
+  return v.is_string() && (filters ? find_filter(v.str()) != nullptr : find_test(v.str()) != nullptr);
 }
-bool t_test(Interpreter&, const Value& v, Args& a) {
-  no_args(a, "test_test");
-  return v.is_string() && find_test(v.str()) != nullptr;
-}
+bool t_filter(Interpreter&, const Value& v, Args& a) { return no_args(a, "test_filter"), registry_lookup(v, true); }
+bool t_test(Interpreter&, const Value& v, Args& a) { return no_args(a, "test_test"), registry_lookup(v, false); }
 
 const std::pair<std::string_view, TestFn> kTests[] = {
     {"odd", t_odd},         {"even", t_even},         {"divisibleby", t_divisibleby},

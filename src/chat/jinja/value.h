@@ -62,7 +62,7 @@ struct Callable {
 };
 
 // An object with attributes (namespace, loop, cycler, joiner). jinja2 reads them with getattr.
-class Object {
+class Object : public std::enable_shared_from_this<Object> {
  public:
   virtual ~Object() = default;
   virtual std::string type_name() const = 0;  // Python's type name: "Namespace", "LoopContext"...
