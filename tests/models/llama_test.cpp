@@ -14,6 +14,7 @@ TEST(Llama, DecodeTeacherForcedMatchesReference) { check_decode_teacher_forced(k
 TEST(Llama, FreeGreedyMatchesReference) { check_free_greedy(kName); }
 TEST(Llama, ChunkedPrefillMatchesOneShot) { check_chunked_prefill(kName, ops::kAttentionKeyTile); }
 TEST(Llama, StateCopyAndTruncate) { check_state_copy_and_truncate(kName); }
+TEST(Llama, CancelledStepThrows) { check_cancellation(kName); }
 TEST(Llama, BatchInvariant) { check_batch_invariance(kName); }
 TEST(Llama, TransientPlanBoundsMeasuredPeak) { check_transient_plan(kName); }
 TEST(Llama, LoadErrorsNameTheProblem) { check_load_errors(kName, "model.layers.2.self_attn.k_proj.weight"); }

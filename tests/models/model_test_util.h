@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <atomic>
 #include <functional>
 #include <span>
 #include <tuple>
@@ -296,6 +297,32 @@ inline void check_state_copy_and_truncate(const std::string& name) {
     EXPECT_FALSE(m.model().truncate_state(*b, 60));
     EXPECT_EQ(b->tokens(), 110);
   }
+}
+
+// A step whose every item is cancelled throws Error(cancelled) between layers and leaves tokens() unchanged; one
+// live item among cancelled ones keeps the step running.
+inline void check_cancellation(const std::string& name) {
+  Reference ref(name);
+  ModelUnderTest m(fixture_dir(name));
+  const std::vector<int32_t> p = ref.ids("prompt_ids");
+  std::atomic<bool> yes{true}, no{false};
+  auto a = m.model().new_state(64), b = m.model().new_state(64);
+  std::vector<StepItem> both = {{a.get(), std::span<const int32_t>(p.data(), 10), 1, &yes},
+                                {b.get(), std::span<const int32_t>(p.data(), 12), 1, &yes}};
+  try {
+    m.model().forward(both);
+    ADD_FAILURE() << "a wholly cancelled step ran";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::cancelled) << e.what();
+  }
+  EXPECT_EQ(a->tokens(), 0);
+  EXPECT_EQ(b->tokens(), 0);
+  auto c = m.model().new_state(64), d = m.model().new_state(64);
+  std::vector<StepItem> mixed = {{c.get(), std::span<const int32_t>(p.data(), 10), 1, &yes},
+                                 {d.get(), std::span<const int32_t>(p.data(), 12), 1, &no}};
+  Tensor l = m.model().forward(mixed);
+  EXPECT_EQ(l.dim(0), 2);
+  EXPECT_EQ(d->tokens(), 12);
 }
 
 // For many step shapes: measured transient (pool peak over forward, states allocated before) ≤ planned ≤ 1.25 ×

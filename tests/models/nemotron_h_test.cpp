@@ -15,6 +15,7 @@ TEST(NemotronH, DecodeTeacherForcedMatchesReference) { check_decode_teacher_forc
 TEST(NemotronH, FreeGreedyMatchesReference) { check_free_greedy(kName); }
 TEST(NemotronH, ChunkedPrefillMatchesOneShot) { check_chunked_prefill(kName, kChunk); }
 TEST(NemotronH, StateCopyAndTruncate) { check_state_copy_and_truncate(kName); }
+TEST(NemotronH, CancelledStepThrows) { check_cancellation(kName); }
 TEST(NemotronH, BatchInvariant) { check_batch_invariance(kName); }
 TEST(NemotronH, TransientPlanBoundsMeasuredPeak) { check_transient_plan(kName); }
 TEST(NemotronH, LoadErrorsNameTheProblem) { check_load_errors(kName, "backbone.layers.3.mixer.experts.5.up_proj.weight"); }

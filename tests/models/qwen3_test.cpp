@@ -14,6 +14,7 @@ TEST(Qwen3, DecodeTeacherForcedMatchesReference) { check_decode_teacher_forced(k
 TEST(Qwen3, FreeGreedyMatchesReference) { check_free_greedy(kName); }
 TEST(Qwen3, ChunkedPrefillMatchesOneShot) { check_chunked_prefill(kName, ops::kAttentionKeyTile); }
 TEST(Qwen3, StateCopyAndTruncate) { check_state_copy_and_truncate(kName); }
+TEST(Qwen3, CancelledStepThrows) { check_cancellation(kName); }
 TEST(Qwen3, BatchInvariant) { check_batch_invariance(kName); }
 TEST(Qwen3, TransientPlanBoundsMeasuredPeak) { check_transient_plan(kName); }
 TEST(Qwen3, LoadErrorsNameTheProblem) { check_load_errors(kName, "model.layers.1.self_attn.q_norm.weight"); }
