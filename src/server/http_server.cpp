@@ -214,6 +214,8 @@ void HttpServer::start() {
     port_ = options_.port;
   }
   thread_ = std::thread([this] { impl_->http.listen_after_bind(); });
+  // httplib's stop() is a no-op until the listen loop runs: wait for it, so a stop() right after start() works.
+  while (!impl_->http.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
 }
 
 void HttpServer::stop() {

@@ -1,0 +1,291 @@
+// keel serve: load a model folder and serve it over the OpenAI-compatible HTTP API (src/server/). Flags follow
+// llama-server where they overlap, so a desktop app's launch line works unchanged:
+//   keel serve --model <dir> --ctx-size 8192 --jinja --host 127.0.0.1 --port 39913 --alias repro --parallel 1
+// The port is bound first, so /health answers 503 while the model loads and 200 once requests are served.
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "chat/parsers/output_format.h"
+#include "cli/commands.h"
+#include "cli/model_session.h"
+#include "core/error.h"
+#include "core/sysmem.h"
+#include "engine/engine.h"
+#include "engine/sampler.h"
+#include "server/http_server.h"
+
+namespace keel::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::ordered_json;
+
+struct ServeFlags {
+  std::string model;
+  int64_t ctx_size = 4096;
+  std::string host = "127.0.0.1";
+  int port = 8080;
+  std::string alias;
+  int parallel = 1;
+  bool jinja = false;  // accepted for llama-server compatibility: templates are always used
+  int64_t prefill_chunk_size = 512;
+  std::string memory_limit;
+  std::string api_key;
+  std::string device = "cpu";
+  int threads = 0;
+  std::string chat_template;
+  bool no_prompt_cache = false;
+  bool metrics = false;
+};
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw_error(ErrorCode::invalid_file, "{}: cannot open", path.string());
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+Json read_json_or_empty(const fs::path& path) {
+  if (!fs::exists(path)) return Json::object();
+  Json j = Json::parse(read_text(path), nullptr, false);
+  if (j.is_discarded() || !j.is_object()) throw_error(ErrorCode::invalid_file, "{}: not a JSON object", path.string());
+  return j;
+}
+
+// The bundled default model: ./models/<name>, else next to the keel binary's folder (build/keel → models/).
+std::string default_model_dir() {
+  const char* name = "models/keel-brown-nemotron-h-8m";
+  std::vector<fs::path> candidates{fs::current_path() / name};
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    candidates.push_back(exe.parent_path().parent_path() / name);
+    candidates.push_back(exe.parent_path() / name);
+  }
+  for (const fs::path& p : candidates)
+    if (fs::exists(p / "config.json")) return p.string();
+  throw_error(ErrorCode::invalid_argument, "no --model given and the bundled model ({}) is not next to keel; pass "
+              "--model DIR (a Hugging Face folder with config.json, *.safetensors and tokenizer.json)", name);
+}
+
+void check_device(const std::string& device) {
+  if (device == "cpu") return;
+  if (device == "cuda" || device.starts_with("cuda:"))
+    throw_error(ErrorCode::unsupported, "--device {}: this keel was built without CUDA; use --device cpu", device);
+  throw_error(ErrorCode::invalid_argument, "--device {}: expected cpu or cuda[:N]", device);
+}
+
+// The template's source text, for detect_output_format (which reads the markers a template prints); the same
+// order as chat::ChatTemplate::from_model_dir. A template list gives all its entries.
+std::string chat_template_source(const std::string& dir, const std::string& file) {
+  if (!file.empty()) return read_text(file);
+  if (fs::exists(fs::path(dir) / "chat_template.jinja")) return read_text(fs::path(dir) / "chat_template.jinja");
+  Json config = read_json_or_empty(fs::path(dir) / "tokenizer_config.json");
+  auto it = config.find("chat_template");
+  if (it == config.end()) return "";
+  if (it->is_string()) return it->get<std::string>();
+  std::string all;
+  if (it->is_array())
+    for (const auto& e : *it)
+      if (e.is_object() && e.contains("template") && e["template"].is_string()) all += e["template"].get<std::string>();
+  return all;
+}
+
+// generation_config.json: end-of-generation ids and the model's sampling defaults.
+struct GenerationDefaults {
+  std::vector<int32_t> eos;
+  ops::SamplingParams params;
+};
+
+GenerationDefaults read_generation_defaults(const std::string& dir) {
+  GenerationDefaults d;
+  d.params.temperature = 1.0f;  // OpenAI's default when neither the request nor the model says
+  Json g = read_json_or_empty(fs::path(dir) / "generation_config.json");
+  auto ids = g.find("eos_token_id");
+  if (ids != g.end()) {
+    if (ids->is_number_integer()) d.eos.push_back(ids->get<int32_t>());
+    if (ids->is_array())
+      for (const auto& id : *ids)
+        if (id.is_number_integer()) d.eos.push_back(id.get<int32_t>());
+  }
+  auto num = [&](const char* key, float& into) {
+    if (auto it = g.find(key); it != g.end() && it->is_number()) into = it->get<float>();
+  };
+  num("temperature", d.params.temperature);
+  num("top_p", d.params.top_p);
+  num("min_p", d.params.min_p);
+  num("repetition_penalty", d.params.repetition_penalty);
+  if (auto it = g.find("top_k"); it != g.end() && it->is_number_integer()) d.params.top_k = it->get<int32_t>();
+  if (g.value("do_sample", true) == false) d.params.temperature = 0.0f;
+  return d;
+}
+
+server::ChooserFactory chooser_factory(Backend& be, ops::SamplingParams defaults) {
+  return [&be, defaults](const server::GenerationOptions& g) {
+    SamplerConfig c;
+    c.params = defaults;
+    if (g.temperature) c.params.temperature = *g.temperature;
+    if (g.top_p) c.params.top_p = *g.top_p;
+    if (g.top_k) c.params.top_k = *g.top_k;
+    if (g.min_p) c.params.min_p = *g.min_p;
+    if (g.repetition_penalty) c.params.repetition_penalty = *g.repetition_penalty;
+    c.params.presence_penalty = g.presence_penalty;
+    c.params.frequency_penalty = g.frequency_penalty;
+    c.seed = g.seed ? *g.seed : std::random_device{}();
+    c.top_logprobs = g.logprobs ? g.top_logprobs : 0;
+    return make_sampler(be, c);
+  };
+}
+
+// Refuses to start when the smallest useful work cannot fit: the loaded weights, one sequence's state at a
+// one-token context and a one-token step. Logs how much context one sequence can have at most.
+void check_fits(Model& model, MemoryPool& pool, int64_t ctx) {
+  StepShapeItem one{1, 0, 1};
+  int64_t loaded = pool.in_use(), limit = pool.limit();
+  int64_t state = model.state_bytes(1, 1), step = model.step_transient_bytes({&one, 1});
+  if (loaded + state + step > limit)
+    throw_error(ErrorCode::out_of_memory,
+                "the model does not fit the memory limit: {} loaded + {} for one sequence's state + {} for one step "
+                "= {}, but the limit is {} (raise --memory-limit, or free memory)",
+                format_bytes(loaded), format_bytes(state), format_bytes(step), format_bytes(loaded + state + step),
+                format_bytes(limit));
+  int64_t full = model.state_bytes(ctx, ctx);
+  if (loaded + full + step > limit)
+    spdlog::warn("one sequence at the full context of {} tokens needs {} of state; with {} loaded and a limit of "
+                 "{}, long prompts will be refused (context_length_exceeded)",
+                 ctx, format_bytes(full), format_bytes(loaded), format_bytes(limit));
+}
+
+void run_serve(const ServeFlags& f) {
+  check_device(f.device);
+  if (f.parallel < 1) throw_error(ErrorCode::invalid_argument, "--parallel must be at least 1 (got {})", f.parallel);
+  std::string dir = f.model.empty() ? default_model_dir() : f.model;
+  if (!fs::exists(fs::path(dir) / "config.json"))
+    throw_error(ErrorCode::invalid_argument, "--model {}: no config.json there (expected a Hugging Face model folder)",
+                dir);
+
+  // SIGINT/SIGTERM are taken by sigwait below; every thread started from here on inherits the block.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  server::ServerOptions options;
+  options.host = f.host;
+  options.port = f.port;
+  options.api_key = f.api_key;
+  options.parallel = f.parallel;
+  options.metrics = f.metrics;
+  server::HttpServer http(options);
+  http.start();
+  spdlog::info("listening on http://{}:{} (loading {})", f.host, http.port(), dir);
+
+  ModelSession session;
+  try {
+    session = open_session(SessionOptions{dir, f.threads, f.memory_limit}, /*need_tokenizer=*/true);
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::out_of_memory) throw;
+    throw_error(ErrorCode::out_of_memory, "the model's weights do not fit the memory limit ({}); raise --memory-limit",
+                e.what());
+  }
+  MemoryPool& pool = *session.pool;
+  CpuBackend& backend = *session.be;
+  models::LoadedModel& loaded = session.loaded;
+  tokenizer::Tokenizer& tokenizer = *session.tok;
+
+  std::optional<chat::ChatTemplate> chat_template;
+  try {
+    chat_template.emplace(chat::ChatTemplate::from_model_dir(dir, f.chat_template));
+  } catch (const Error& e) {
+    if (!f.chat_template.empty()) throw;
+    spdlog::warn("no chat template ({}): /v1/chat/completions will answer 400; /v1/completions works", e.what());
+  }
+
+  int64_t ctx = f.ctx_size;
+  if (int64_t limit = loaded.model->context_limit(); limit > 0 && ctx > limit) {
+    spdlog::warn("--ctx-size {} is larger than the model's context ({}); using {}", ctx, limit, limit);
+    ctx = limit;
+  }
+  check_fits(*loaded.model, pool, ctx);
+
+  GenerationDefaults defaults = read_generation_defaults(dir);
+  std::vector<int32_t> eos = loaded.config.eos_token_ids.empty()
+                                 ? std::vector<int32_t>{}
+                                 : std::vector<int32_t>(loaded.config.eos_token_ids.begin(),
+                                                        loaded.config.eos_token_ids.end());
+  for (int32_t id : defaults.eos) eos.push_back(id);
+  if (auto id = tokenizer.eos_id()) eos.push_back(*id);
+  std::sort(eos.begin(), eos.end());
+  eos.erase(std::unique(eos.begin(), eos.end()), eos.end());
+
+  SchedulerConfig sc;
+  sc.n_slots = f.parallel;
+  sc.ctx_size = ctx;
+  sc.prefill_chunk_size = f.prefill_chunk_size;
+  if (f.no_prompt_cache) sc.prompt_cache_entries = 0;
+  Engine engine(*loaded.model, pool, sc);
+
+  server::ModelContext model;
+  model.engine = &engine;
+  model.tokenizer = &tokenizer;
+  model.chat_template = chat_template ? &*chat_template : nullptr;
+  model.output_format = chat::detect_output_format(chat_template_source(dir, f.chat_template));
+  model.model_id = f.alias.empty() ? fs::path(dir).lexically_normal().filename().string() : f.alias;
+  if (model.model_id.empty()) model.model_id = fs::path(dir).lexically_normal().parent_path().filename().string();
+  model.context_tokens = ctx;
+  model.eos_tokens = eos;
+  model.make_chooser = chooser_factory(backend, defaults.params);
+  http.set_model(&model);
+  spdlog::info("serving {} as '{}': {} ({}), context {} tokens x {} sequences, memory limit {} ({} loaded), "
+               "tools {}, prompt cache {}",
+               dir, model.model_id, loaded.config.model_type, backend.name(), ctx, f.parallel,
+               format_bytes(pool.limit()), format_bytes(pool.in_use()),
+               chat::tool_syntax_name(model.output_format.tools), f.no_prompt_cache ? "off" : "on");
+
+  int sig = 0;
+  sigwait(&signals, &sig);
+  spdlog::info("signal {}: stopping", sig);
+  http.stop();         // handlers cancel their requests and finish their responses
+  http.set_model(nullptr);
+}
+
+}  // namespace
+
+void add_serve_command(CLI::App& app) {
+  auto flags = std::make_shared<ServeFlags>();
+  CLI::App* cmd = app.add_subcommand("serve", "Serve a model over an OpenAI-compatible HTTP API");
+  cmd->add_option("-m,--model", flags->model, "Model folder (Hugging Face layout); default: the bundled model");
+  cmd->add_option("-c,--ctx-size", flags->ctx_size, "Context tokens per sequence (not divided among --parallel)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--host", flags->host, "Address to listen on")->capture_default_str();
+  cmd->add_option("--port", flags->port, "Port to listen on")->check(CLI::Range(0, 65535))->capture_default_str();
+  cmd->add_option("--alias", flags->alias, "Model name for the API (default: the folder's name)");
+  cmd->add_option("--parallel", flags->parallel, "Sequences generated at once (-np)")->check(CLI::PositiveNumber);
+  cmd->add_flag("--jinja", flags->jinja, "Accepted for llama-server compatibility (templates are always used)");
+  cmd->add_option("--prefill-chunk-size", flags->prefill_chunk_size,
+                  "Most prompt tokens per step (the scheduler may use fewer to fit memory)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--memory-limit", flags->memory_limit,
+                  "Memory keel may use: bytes (12GiB, 512M) or a fraction of the machine's (0.8); default: a safe "
+                  "share of what is available now");
+  cmd->add_option("--api-key", flags->api_key, "Require this key (Authorization: Bearer KEY)");
+  cmd->add_option("--device", flags->device, "cpu or cuda[:N]")->capture_default_str();
+  cmd->add_option("-t,--threads", flags->threads, "CPU threads for the kernels (default: all cores)");
+  cmd->add_option("--chat-template", flags->chat_template, "A Jinja chat template file overriding the model's");
+  cmd->add_flag("--no-prompt-cache", flags->no_prompt_cache, "Do not keep prompt states for reuse");
+  cmd->add_flag("--metrics", flags->metrics, "Serve Prometheus metrics at GET /metrics");
+  cmd->callback([flags] { run_serve(*flags); });
+}
+
+}  // namespace keel::cli

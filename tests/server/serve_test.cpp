@@ -1,0 +1,176 @@
+// `keel serve` as a desktop app or a user runs it: the exact launch line is accepted, bad flags fail with a
+// message, a memory limit too small refuses to start with the numbers, SIGTERM stops it cleanly, the bundled
+// model is the default. And tool calls end to end through the normal loader, sampler, detokenizer and parser: the
+// parrot model's reply is known in advance (tools/make_parrot_model.py writes it to parrot.json), and the API
+// must return it as reasoning_content + tool_calls, streamed as delta.tool_calls, finish_reason "tool_calls".
+#include <gtest/gtest.h>
+
+#include "keel_process.h"
+#include "raw_http.h"
+#include "server/api_error.h"
+
+using namespace keel::testing;
+using keel::server::Json;
+
+namespace {
+
+Json weather_tools() {
+  return Json::parse(R"([{"type": "function", "function": {"name": "get_weather", "description": "Weather",
+      "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+                     "required": ["city"]}}}])");
+}
+
+Json parrot_expect(const std::string& dir) {
+  std::ifstream in(dir + "/parrot.json");
+  return Json::parse(in)["expect"];
+}
+
+// Runs keel serve with `args` expecting it to fail at start; returns its log.
+std::string failing_start(std::vector<std::string> args) {
+  KeelServe s(std::move(args), /*wait_ready=*/false);
+  std::optional<int> code = s.wait_exit(std::chrono::seconds(30));
+  EXPECT_TRUE(code.has_value()) << "still running";
+  if (code) {
+    EXPECT_NE(*code, 0);
+  }
+  return s.log();
+}
+
+}  // namespace
+
+TEST(Serve, DesktopAppLaunchLine) {
+  std::string model = parrot_model("text");
+  int port = free_port();
+  KeelServe s({"--model", model, "--ctx-size", "8192", "--jinja", "--host", "127.0.0.1", "--port",
+               std::to_string(port), "--alias", "repro", "--parallel", "1"},
+              true, port);
+  ASSERT_TRUE(s.ready) << s.log();
+  auto res = s.client().Get("/v1/models");
+  ASSERT_TRUE(res);
+  Json j = Json::parse(res->body);
+  EXPECT_EQ(j["data"][0]["id"], "repro");
+  EXPECT_EQ(j["data"][0]["context_length"], 8192);
+  Json body = {{"model", "repro"}, {"messages", Json::array({Json{{"role", "user"}, {"content", "hi"}}})}};
+  auto chat = s.client().Post("/v1/chat/completions", body.dump(), "application/json");
+  ASSERT_TRUE(chat);
+  EXPECT_EQ(chat->status, 200) << chat->body;
+  EXPECT_EQ(Json::parse(chat->body)["choices"][0]["message"]["content"], parrot_expect(model)["content"]);
+  EXPECT_EQ(s.stop(), 0) << "SIGTERM ends keel serve with status 0\n" << s.log();
+}
+
+TEST(Serve, BadFlagsFailWithAMessage) {
+  std::string model = parrot_model("text");
+  std::string log = failing_start({"--model", model, "--no-such-flag"});
+  EXPECT_NE(log.find("--no-such-flag"), std::string::npos) << log;
+  log = failing_start({"--model", model, "--device", "cuda:0"});
+  EXPECT_NE(log.find("without CUDA"), std::string::npos) << log;
+  log = failing_start({"--model", "/nonexistent/folder"});
+  EXPECT_NE(log.find("/nonexistent/folder"), std::string::npos) << log;
+  log = failing_start({"--model", model, "--memory-limit", "lots"});
+  EXPECT_NE(log.find("lots"), std::string::npos) << log;
+}
+
+TEST(Serve, MemoryLimitTooSmallRefusesToStartWithTheNumbers) {
+  // Smaller than the weights: the loader refuses them.
+  std::string log = failing_start({"--model", parrot_model("text"), "--memory-limit", "64KiB"});
+  EXPECT_NE(log.find("65536"), std::string::npos) << log;
+  EXPECT_NE(log.find("--memory-limit"), std::string::npos) << log;
+  // The weights fit (1,088,592-byte file), one sequence and one step do not: refused before serving.
+  log = failing_start({"--model", parrot_model("text"), "--memory-limit", "1100000"});
+  EXPECT_NE(log.find("one sequence"), std::string::npos) << log;
+  EXPECT_NE(log.find("1.05 MiB"), std::string::npos) << "the limit, in the message: " << log;
+}
+
+TEST(Serve, LlamaServerShortFlagsAndTheBundledDefaultModel) {
+  KeelServe s({"-c", "2048", "-np", "2", "-t", "1", "--metrics", "--no-prompt-cache"});
+  ASSERT_TRUE(s.ready) << s.log();
+  Json j = Json::parse(s.client().Get("/v1/models")->body);
+  EXPECT_EQ(j["data"][0]["id"], "keel-brown-nemotron-h-8m");
+  EXPECT_EQ(j["data"][0]["context_length"], 2048);
+  auto m = s.client().Get("/metrics");
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->status, 200);
+  EXPECT_NE(m->body.find("keel_pool_bytes_limit"), std::string::npos);
+}
+
+TEST(ToolCalls, ParrotNonStreaming) {
+  std::string model = parrot_model("tool");
+  Json expect = parrot_expect(model);
+  KeelServe s({"--model", model, "--ctx-size", "4096"});
+  ASSERT_TRUE(s.ready) << s.log();
+  Json body = {{"messages", Json::array({Json{{"role", "user"}, {"content", "What is the weather in Paris?"}}})},
+               {"tools", weather_tools()}};
+  auto res = s.client().Post("/v1/chat/completions", body.dump(), "application/json");
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  Json r = Json::parse(res->body);
+  const Json& msg = r["choices"][0]["message"];
+  EXPECT_EQ(r["choices"][0]["finish_reason"], "tool_calls");
+  EXPECT_EQ(msg["reasoning_content"], expect["reasoning_content"]);
+  EXPECT_TRUE(msg["content"].is_null()) << msg;
+  ASSERT_EQ(msg["tool_calls"].size(), 1u) << msg;
+  const Json& call = msg["tool_calls"][0];
+  EXPECT_EQ(call["type"], "function");
+  EXPECT_EQ(call["id"].get<std::string>().rfind("call_", 0), 0u);
+  EXPECT_EQ(call["function"]["name"], expect["tool_calls"][0]["name"]);
+  EXPECT_EQ(Json::parse(call["function"]["arguments"].get<std::string>()), expect["tool_calls"][0]["arguments"]);
+
+  // The conversation goes on: the call and its result go back in, arguments as the string the API gave.
+  Json turn2 = body;
+  turn2["messages"].push_back(msg);
+  turn2["messages"].push_back(Json{{"role", "tool"}, {"tool_call_id", call["id"]}, {"content", "sunny, 21 C"}});
+  auto res2 = s.client().Post("/v1/chat/completions", turn2.dump(), "application/json");
+  ASSERT_TRUE(res2);
+  EXPECT_EQ(res2->status, 200) << res2->body;
+  EXPECT_GT(Json::parse(res2->body)["usage"]["prompt_tokens_details"]["cached_tokens"].get<int64_t>(), 0);
+
+  // tool_choice "none": the template still sees the tools, the output is not parsed for calls.
+  body["tool_choice"] = "none";
+  Json plain = Json::parse(s.client().Post("/v1/chat/completions", body.dump(), "application/json")->body);
+  EXPECT_EQ(plain["choices"][0]["finish_reason"], "stop");
+  EXPECT_FALSE(plain["choices"][0]["message"].contains("tool_calls"));
+  EXPECT_NE(plain["choices"][0]["message"]["content"].get<std::string>().find("<tool_call>"), std::string::npos);
+}
+
+TEST(ToolCalls, ParrotStreaming) {
+  std::string model = parrot_model("tool");
+  Json expect = parrot_expect(model);
+  KeelServe s({"--model", model, "--ctx-size", "4096"});
+  ASSERT_TRUE(s.ready) << s.log();
+  Json body = {{"messages", Json::array({Json{{"role", "user"}, {"content", "Weather in Paris, please."}}})},
+               {"tools", weather_tools()},
+               {"stream", true}};
+  RawHttp c(s.port);
+  c.send("POST", "/v1/chat/completions", body.dump());
+  ASSERT_TRUE(c.read_headers());
+  ASSERT_EQ(c.status, 200);
+  std::string reasoning, content, name, arguments, id, finish;
+  int calls_begun = 0;
+  for (const std::string& d : sse_data(c.read_body())) {
+    if (d == "[DONE]") continue;
+    Json e = Json::parse(d);
+    ASSERT_FALSE(e.contains("error")) << d;
+    const Json& ch = e["choices"][0];
+    const Json& delta = ch["delta"];
+    if (delta.contains("reasoning_content")) reasoning += delta["reasoning_content"].get<std::string>();
+    if (delta.contains("content")) content += delta["content"].get<std::string>();
+    if (delta.contains("tool_calls")) {
+      for (const Json& tc : delta["tool_calls"]) {
+        EXPECT_EQ(tc["index"], 0);
+        if (tc.contains("id")) {
+          ++calls_begun;
+          id = tc["id"];
+          name = tc["function"]["name"];
+        }
+        arguments += tc["function"]["arguments"].get<std::string>();
+      }
+    }
+    if (!ch["finish_reason"].is_null()) finish = ch["finish_reason"];
+  }
+  EXPECT_EQ(reasoning, expect["reasoning_content"]);
+  EXPECT_EQ(content, "");
+  EXPECT_EQ(calls_begun, 1);
+  EXPECT_EQ(name, expect["tool_calls"][0]["name"]);
+  EXPECT_EQ(Json::parse(arguments), expect["tool_calls"][0]["arguments"]);
+  EXPECT_EQ(finish, "tool_calls");
+}
