@@ -144,6 +144,9 @@ class Responder {
     bool calls = parser_ && parser_->message().has_tool_calls();
     const char* reason = openai_finish_reason(u.reason, calls);
     env_.metrics.count_request(endpoint_, reason);
+    spdlog::info("{} done: {}, {} prompt tokens ({} cached), {} generated, first token after {:.3f} s", endpoint_,
+                 reason, prompt_tokens_, cached_tokens_, submitted_.sink->generated_tokens(),
+                 submitted_.sink->seconds_to_first_token().value_or(0.0));
     if (!gen_.stream) {
       Json body = kind_ == ResponseFormatter::Kind::chat
                       ? fmt_.chat_completion(parser_->message(), reason, tokens_, usage())
@@ -182,6 +185,8 @@ void run(const httplib::Request& req, httplib::Response& res, const HandlerEnv& 
   int64_t prompt_tokens = static_cast<int64_t>(prompt.tokens.size());
   std::optional<chat::ParserOptions> parser = std::move(prompt.parser);
   Submitted submitted = submit_generation(env.model, prompt, gen, prompt_param);  // 400 before any work
+  spdlog::info("{} from {}:{}: prompt {} tokens, max_tokens {}, {}", endpoint, req.remote_addr, req.remote_port,
+               prompt_tokens, gen.max_tokens ? std::to_string(*gen.max_tokens) : "-", gen.stream ? "stream" : "json");
   auto conn = std::make_shared<ClientConnection>(req.remote_addr, req.remote_port, req.local_addr, req.local_port);
 
   // Before any header: wait until the request holds a slot and its first step ran, or fails (503 / 400).

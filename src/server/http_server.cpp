@@ -58,7 +58,8 @@ void HttpServer::start() {
   http.set_payload_max_length(options_.max_body_bytes);
   http.set_read_timeout(60);    // a slow client uploading a large prompt
   http.set_write_timeout(30);   // a client that stops reading its stream
-  http.set_keep_alive_timeout(30);
+  // An idle keep-alive connection holds a worker, and cpp-httplib notices stop() only when this wait ends.
+  http.set_keep_alive_timeout(5);
   http.set_keep_alive_max_count(1000);
   http.set_tcp_nodelay(true);   // stream chunks leave at once
 
