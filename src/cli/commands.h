@@ -5,6 +5,7 @@
 
 namespace keel::cli {
 
+void add_bench_command(CLI::App& app);
 void add_inspect_command(CLI::App& app);
 void add_run_command(CLI::App& app);
 void add_perplexity_command(CLI::App& app);

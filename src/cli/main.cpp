@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   CLI::App app{"keel: an LLM inference server that never dies on a long prompt"};
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "Help for every subcommand");
+  keel::cli::add_bench_command(app);
   keel::cli::add_inspect_command(app);
   keel::cli::add_run_command(app);
   keel::cli::add_perplexity_command(app);

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "core/sysmem.h"
+
 namespace keel {
 
 const char* finish_reason_name(FinishReason r) {
@@ -14,6 +16,28 @@ const char* finish_reason_name(FinishReason r) {
     case FinishReason::error: return "error";
   }
   return "?";
+}
+
+StartupFootprint startup_footprint(const Model& model, const MemoryPool& pool, int64_t context) {
+  StartupFootprint f;
+  f.context = std::max<int64_t>(1, context);
+  f.loaded = pool.in_use();
+  f.state = model.state_bytes(f.context, f.context);
+  StepShapeItem one{1, f.context - 1, 1};
+  f.step = model.step_transient_bytes({&one, 1});
+  return f;
+}
+
+void check_startup_memory(const Model& model, const MemoryPool& pool, int64_t context) {
+  const StartupFootprint f = startup_footprint(model, pool, context);
+  const int64_t limit = pool.limit();
+  if (f.total() <= limit) return;
+  throw_error(ErrorCode::out_of_memory,
+              "the model does not fit the memory limit: it needs {} bytes ({}) to start — {} loaded (weights), {} "
+              "for one sequence's state at {} tokens, {} for the smallest step — but the limit is {} bytes ({}); "
+              "raise --memory-limit to at least {}",
+              f.total(), format_bytes(f.total()), format_bytes(f.loaded), format_bytes(f.state), f.context,
+              format_bytes(f.step), limit, format_bytes(limit), format_bytes(f.total()));
 }
 
 struct Scheduler::Sequence {

@@ -56,6 +56,21 @@ struct SchedulerStats {
   int64_t prompt_cache_bytes = 0;      // now: pool bytes the cache holds (part of the idle baseline)
 };
 
+// What a model needs before it can serve anything: the bytes loaded so far (the pool's in_use: weights and their
+// f32 copies), one sequence's state at a minimal context, and the smallest step (one token, with its logits).
+struct StartupFootprint {
+  int64_t loaded = 0;
+  int64_t state = 0;        // one sequence holding `context` tokens
+  int64_t step = 0;         // transient of a one-token step
+  int64_t context = 0;      // tokens
+  int64_t total() const { return loaded + state + step; }
+};
+StartupFootprint startup_footprint(const Model& model, const MemoryPool& pool, int64_t context = 2);
+// The check every command makes after loading (run, serve, bench): throws Error(out_of_memory) giving each of the
+// footprint's numbers and the pool's limit when they do not fit. `context`: the smallest context the command can
+// work with (2: one prompt token and one generated token).
+void check_startup_memory(const Model& model, const MemoryPool& pool, int64_t context = 2);
+
 class Scheduler {
  public:
   // `pool` is the model's device pool; its in_use at construction is the baseline (weights + prompt cache).

@@ -29,13 +29,20 @@ uint64_t name_hash(const std::string& name, uint64_t seed) {
 
 void store_value(DType dtype, void* base, int64_t i, float v) {
   switch (dtype) {
-    case DType::bf16: static_cast<uint16_t*>(base)[i] = f32_to_bf16(v); break;
-    case DType::f16: static_cast<uint16_t*>(base)[i] = f32_to_f16(v); break;
-    default: static_cast<float*>(base)[i] = v; break;
+    case DType::bf16:
+      static_cast<uint16_t*>(base)[i] = f32_to_bf16(v);
+      break;
+    case DType::f16:
+      static_cast<uint16_t*>(base)[i] = f32_to_f16(v);
+      break;
+    default:
+      static_cast<float*>(base)[i] = v;
+      break;
   }
 }
 
-// Fills `t` (contiguous) in place: `constant` when set, else uniform in [−a, a) from the hash of (key, index).
+// Fills `t` (contiguous) in place: `constant` when set, else uniform in [−a, a) from the hash of (key,
+// index).
 void fill(Backend& be, Tensor& t, uint64_t key, float a, bool constant) {
   const int64_t n = t.numel();
   constexpr int64_t kBlock = int64_t{1} << 16;  // elements per work item (even: two values per hash)
@@ -74,14 +81,16 @@ DType config_weight_dtype(const std::string& dir) {
   if (name == "bfloat16") return DType::bf16;
   if (name == "float16") return DType::f16;
   if (name == "float32") return DType::f32;
-  throw_error(ErrorCode::unsupported, "{}: dtype \"{}\" (random weights are made in bfloat16, float16 or float32)",
-              path, clip_for_message(name, 40));
+  throw_error(ErrorCode::unsupported,
+              "{}: dtype \"{}\" (random weights are made in bfloat16, float16 or float32)", path,
+              clip_for_message(name, 40));
 }
 
 LoadedModel random_weights_model(const ModelConfig& config, DType dtype, Backend& be, uint64_t seed,
                                  const std::string& label) {
   if (dtype != DType::bf16 && dtype != DType::f16 && dtype != DType::f32)
-    throw_error(ErrorCode::unsupported, "{}: random weights in {} (only bf16, f16, f32)", label, dtype_name(dtype));
+    throw_error(ErrorCode::unsupported, "{}: random weights in {} (only bf16, f16, f32)", label,
+                dtype_name(dtype));
   LoadedModel m;
   m.config = config;
   ModelFactory make = find_model_factory(config.model_type);
@@ -89,8 +98,9 @@ LoadedModel random_weights_model(const ModelConfig& config, DType dtype, Backend
       label, [&be, dtype, seed](const std::string& name, const std::vector<int64_t>& shape) {
         Tensor t = Tensor::empty(be.pool(), dtype, shape.data(), static_cast<int>(shape.size()), name);
         const bool norm = shape.size() == 1 && name.find("norm") != std::string::npos;
-        const float a = shape.size() == 1 ? (norm ? 1.0f : 0.5f)
-                                          : std::sqrt(3.0f / static_cast<float>(std::max<int64_t>(1, shape.back())));
+        const float a = shape.size() == 1
+                            ? (norm ? 1.0f : 0.5f)
+                            : std::sqrt(3.0f / static_cast<float>(std::max<int64_t>(1, shape.back())));
         fill(be, t, name_hash(name, seed), a, norm);
         return t;
       }));
@@ -104,7 +114,8 @@ LoadedModel random_weights_model(const ModelConfig& config, DType dtype, Backend
 }
 
 LoadedModel random_weights_model(const std::string& dir, Backend& be, uint64_t seed) {
-  return random_weights_model(load_model_config(dir), config_weight_dtype(dir), be, seed, dir + " (random weights)");
+  return random_weights_model(load_model_config(dir), config_weight_dtype(dir), be, seed,
+                              dir + " (random weights)");
 }
 
 }  // namespace keel::models

@@ -1,7 +1,7 @@
 // Random weights from config.json alone (models/random_weights.h), checked against the fixture folders that
-// transformers wrote: the same tensor names and shapes as the model.safetensors beside the config, the same pool
-// bytes as loading that file, values in the stated ranges, reproducible by seed, and a forward pass whose logits
-// are finite and far from uniform.
+// transformers wrote: the same tensor names and shapes as the model.safetensors beside the config, the same
+// pool bytes as loading that file, values in the stated ranges, reproducible by seed, and a forward pass
+// whose logits are finite and far from uniform.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -31,9 +31,12 @@ std::vector<std::string> fixtures() {
 double element(const Tensor& t, int64_t i) {
   const void* p = static_cast<const char*>(t.data()) + i * dtype_info(t.dtype()).block_bytes;
   switch (t.dtype()) {
-    case DType::bf16: return bf16_to_f32(*static_cast<const uint16_t*>(p));
-    case DType::f16: return f16_to_f32(*static_cast<const uint16_t*>(p));
-    default: return *static_cast<const float*>(p);
+    case DType::bf16:
+      return bf16_to_f32(*static_cast<const uint16_t*>(p));
+    case DType::f16:
+      return f16_to_f32(*static_cast<const uint16_t*>(p));
+    default:
+      return *static_cast<const float*>(p);
   }
 }
 
@@ -46,8 +49,8 @@ TEST(RandomWeights, SameTensorsAndPoolBytesAsTheFixtureFiles) {
     MemoryPool pool("cpu", int64_t{1} << 30);
     CpuBackend be(pool, 2);
     models::LoadedModel rnd = models::random_weights_model(fixture_dir(name), be, 7);
-    // Every tensor in the file was bound with the file's shape, in the config's dtype (bf16; the file keeps a few
-    // small buffers such as e_score_correction_bias in f32).
+    // Every tensor in the file was bound with the file's shape, in the config's dtype (bf16; the file keeps a
+    // few small buffers such as e_score_correction_bias in f32).
     int64_t elements = 0;
     for (const std::string& n : files.names()) {
       Tensor f = files.get(n);
@@ -94,7 +97,7 @@ TEST(RandomWeights, ValuesInTheirRangesAndReproducible) {
       sum += v, sq += v * v, worst = std::max(worst, std::abs(v));
     }
     EXPECT_LE(worst, bound * (1 + 1.0 / 128));  // bf16 rounding may step past the bound by half an ulp
-    if (count >= 4096) {  // uniform on [−a, a): mean 0, variance a²/3
+    if (count >= 4096) {                        // uniform on [−a, a): mean 0, variance a²/3
       const double mean = sum / count, var = sq / count - mean * mean;
       EXPECT_NEAR(mean, 0, 4 * bound / std::sqrt(3.0 * count));
       EXPECT_NEAR(var, bound * bound / 3, 0.05 * bound * bound / 3);

@@ -1,0 +1,339 @@
+// keel bench -m DIR [--random-weights] [--prompt-lengths 1024,4096,…] [--gen N] [--prefill-chunk-size N]
+//            [--memory-limit X] [-t N] [--seed S] [--json FILE] [--plot FILE.png]
+// For each prompt length: a fresh sequence prefilled through the Scheduler (the server's path), then N decode
+// tokens. One row per length: prefill and decode tokens/s, and memory as the pool and the kernel see it:
+//   loaded     the pool's bytes before the row (weights: reserved when mmap'd, allocated when random; f32
+//   copies) peak       the pool's high-water mark over the prefill steps process    the process's VmHWM over
+//   the prefill (reset at the row's start) state      the sequence's persistent state (KV for its capacity,
+//   SSM/conv states) transient  peak − loaded − state: what the steps themselves used planned    the largest
+//   transient the scheduler planned for a prefill step (Model::step_transient_bytes)
+// --random-weights needs only config.json (models/random_weights.h).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <new>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+#include "backend/cpu/cpu_backend.h"
+#include "cli/bench_plot.h"
+#include "cli/commands.h"
+#include "core/error.h"
+#include "core/sysmem.h"
+#include "engine/scheduler.h"
+#include "models/loader.h"
+#include "models/random_weights.h"
+
+namespace keel::cli {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct BenchArgs {
+  std::string dir;
+  bool random_weights = false;
+  std::vector<int64_t> prompt_lengths{1024, 2048, 4096};
+  int64_t gen = 16;
+  int64_t prefill_chunk = 512;
+  std::string memory_limit;
+  int threads = 0;
+  uint64_t seed = 1;
+  std::string json_path, plot_path;
+};
+
+struct Row {
+  int64_t prompt_tokens = 0;
+  double prefill_tok_s = 0, decode_tok_s = 0;
+  int64_t loaded = 0, peak = 0, process_peak = 0, process_before = 0, state = 0, planned = 0;
+  int64_t measured_max = 0;  // largest per-step transient the scheduler measured in the prefill
+  int64_t prefill_steps = 0, shrunk_steps = 0, failed_steps = 0, plan_exceeded = 0;
+  std::string error;  // the row's refusal or failure; the numbers are then partial
+  int64_t transient() const { return peak - loaded - state; }
+};
+
+class ArgmaxChooser final : public TokenChooser {
+ public:
+  GeneratedToken choose(std::span<const float> logits, std::span<const int32_t>) override {
+    GeneratedToken t;
+    t.id = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    return t;
+  }
+};
+
+class BenchSink final : public RequestSink {
+ public:
+  bool on_token(const GeneratedToken&) override {
+    const Clock::time_point now = Clock::now();
+    if (n_tokens++ == 0) first = now;
+    last = now;
+    return true;
+  }
+  void on_finish(FinishReason, const Error* e) override {
+    if (e) error = e->what();
+  }
+  int64_t n_tokens = 0;
+  Clock::time_point first, last;
+  std::string error;
+};
+
+// Prompt ids spread over the vocabulary, the same for every run with the same seed.
+std::vector<int32_t> bench_prompt(int64_t n, int64_t vocab, uint64_t seed) {
+  std::vector<int32_t> ids(static_cast<size_t>(n));
+  uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
+  for (int32_t& id : ids) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    id = static_cast<int32_t>(x % static_cast<uint64_t>(vocab));
+  }
+  return ids;
+}
+
+Row bench_one(Model& model, MemoryPool& pool, const BenchArgs& a, int64_t L) {
+  Row row;
+  row.prompt_tokens = L;
+  row.loaded = pool.in_use();
+  SchedulerConfig sc;
+  sc.n_slots = 1;
+  sc.ctx_size = L + a.gen + 1;
+  sc.prefill_chunk_size = a.prefill_chunk;
+  sc.prompt_cache_entries = 0;  // every row starts cold and ends at the baseline
+  Scheduler sched(model, pool, sc);
+  auto sink = std::make_shared<BenchSink>();
+  Request req;
+  req.prompt = bench_prompt(L, model.vocab_size(), a.seed + static_cast<uint64_t>(L));
+  req.max_new_tokens = a.gen + 1;  // the prefill's token, then `gen` decode tokens
+  req.chooser = std::make_unique<ArgmaxChooser>();
+  req.sink = sink;
+  row.state = model.state_bytes(L, L + a.gen + 1);
+
+  reset_process_peak_rss();
+  row.process_before = process_rss();
+  const Clock::time_point start = Clock::now();
+  try {
+    sched.submit(std::move(req));
+  } catch (const Error& e) {
+    row.error = e.what();
+    return row;
+  }
+  bool prefilling = true;
+  while (sched.step()) {
+    if (!prefilling) continue;
+    const SchedulerStats& st = sched.stats();
+    row.peak = std::max(row.peak, pool.peak());
+    row.planned = std::max(row.planned, st.last_planned_transient);
+    row.measured_max = std::max(row.measured_max, st.last_measured_transient);
+    if (sink->n_tokens > 0 || !sink->error.empty()) {
+      prefilling = false;
+      row.process_peak = process_peak_rss();
+    }
+  }
+  const SchedulerStats& st = sched.stats();
+  row.prefill_steps = st.steps;
+  row.shrunk_steps = st.shrunk_steps;
+  row.failed_steps = st.failed_steps;
+  row.plan_exceeded = st.plan_exceeded;
+  row.error = sink->error;
+  const auto secs = [](Clock::duration d) { return std::chrono::duration<double>(d).count(); };
+  if (sink->n_tokens > 0) {
+    row.prefill_tok_s = static_cast<double>(L) / secs(sink->first - start);
+    if (sink->n_tokens > 1)
+      row.decode_tok_s = static_cast<double>(sink->n_tokens - 1) / secs(sink->last - sink->first);
+    row.prefill_steps -= sink->n_tokens - 1;  // one step per decode token
+  }
+  if (pool.in_use() != row.loaded)
+    row.error += fmt::format("{}pool holds {} bytes after the row, {} before", row.error.empty() ? "" : "; ",
+                             pool.in_use(), row.loaded);
+  return row;
+}
+
+nlohmann::json row_json(const Row& r) {
+  nlohmann::json j = {{"prompt_tokens", r.prompt_tokens},
+                      {"prefill_tok_s", r.prefill_tok_s},
+                      {"decode_tok_s", r.decode_tok_s},
+                      {"loaded_bytes", r.loaded},
+                      {"peak_bytes", r.peak},
+                      {"process_peak_bytes", r.process_peak},
+                      {"process_rss_before_bytes", r.process_before},
+                      {"state_bytes", r.state},
+                      {"transient_bytes", r.transient()},
+                      {"planned_transient_bytes", r.planned},
+                      {"measured_step_transient_bytes", r.measured_max},
+                      {"prefill_steps", r.prefill_steps},
+                      {"shrunk_steps", r.shrunk_steps},
+                      {"failed_steps", r.failed_steps},
+                      {"plan_exceeded", r.plan_exceeded}};
+  if (!r.error.empty()) j["error"] = r.error;
+  return j;
+}
+
+std::string mib(int64_t bytes) {
+  return fmt::format("{:.2f}", static_cast<double>(bytes) / (1 << 20));
+}
+
+void print_table(const std::vector<Row>& rows) {
+  fmt::print("{:>8} {:>11} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6}\n", "prompt", "prefill t/s",
+             "decode t/s", "loaded", "peak", "VmHWM", "state", "transient", "planned", "steps");
+  fmt::print("{:>8} {:>11} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6}\n", "tokens", "", "", "MiB",
+             "MiB", "MiB", "MiB", "MiB", "MiB", "");
+  for (const Row& r : rows) {
+    if (r.prefill_steps == 0 && !r.error.empty()) {
+      fmt::print("{:>8} refused: {}\n", r.prompt_tokens, r.error);
+      continue;
+    }
+    fmt::print("{:>8} {:>11.1f} {:>10.2f} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6}\n", r.prompt_tokens,
+               r.prefill_tok_s, r.decode_tok_s, mib(r.loaded), mib(r.peak), mib(r.process_peak), mib(r.state),
+               mib(r.transient()), mib(r.planned), r.prefill_steps);
+    if (!r.error.empty()) fmt::print("{:>8} error: {}\n", "", r.error);
+  }
+  const Row* lo = nullptr;
+  const Row* hi = nullptr;
+  for (const Row& r : rows)
+    if (r.error.empty() && r.transient() > 0) (lo ? hi : lo) = &r;
+  if (lo && hi)
+    fmt::print("transient {} tokens → {} tokens: ×{:.3f}\n", lo->prompt_tokens, hi->prompt_tokens,
+               static_cast<double>(hi->transient()) / static_cast<double>(lo->transient()));
+}
+
+std::string cpu_model_name() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+  return "unknown";
+}
+
+std::string command_line(const BenchArgs& a) {
+  std::string s =
+      "keel bench -m " + a.dir + (a.random_weights ? " --random-weights" : "") + " --prompt-lengths ";
+  for (size_t i = 0; i < a.prompt_lengths.size(); ++i)
+    s += (i ? "," : "") + std::to_string(a.prompt_lengths[i]);
+  s += fmt::format(" --gen {} --prefill-chunk-size {}", a.gen, a.prefill_chunk);
+  if (!a.memory_limit.empty()) s += " --memory-limit " + a.memory_limit;
+  if (a.threads > 0) s += fmt::format(" -t {}", a.threads);
+  return s;
+}
+
+void bench(const BenchArgs& a) {
+  const MemoryFacts facts = read_memory_facts();
+  const int64_t limit = a.memory_limit.empty() ? default_cpu_budget(facts)
+                                               : parse_memory_limit(a.memory_limit, facts.mem_total);
+  MemoryPool pool("cpu", limit);
+  CpuBackend be(pool, a.threads);
+  const Clock::time_point t0 = Clock::now();
+  models::LoadedModel m =
+      a.random_weights ? models::random_weights_model(a.dir, be, a.seed) : models::load_model(a.dir, be);
+  const double load_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  Model& model = *m.model;
+  check_startup_memory(model, pool);
+  fmt::print(
+      stderr, "keel bench: {}: {} ({} layers, {:.2f} M parameters{}), loaded {} in {:.1f} s; limit {}; {}\n",
+      a.dir, model.model_type(), m.config.num_layers(),
+      static_cast<double>(m.weights->parameter_count()) / 1e6, a.random_weights ? ", random weights" : "",
+      format_bytes(pool.in_use()), load_s, format_bytes(limit), be.name());
+
+  std::vector<Row> rows;
+  for (int64_t L : a.prompt_lengths) {
+    rows.push_back(bench_one(model, pool, a, L));
+    const Row& r = rows.back();
+    fmt::print(stderr, "keel bench: {} tokens: prefill {:.1f} tok/s, peak {}, transient {} (planned {}){}\n",
+               L, r.prefill_tok_s, format_bytes(r.peak), format_bytes(r.transient()), format_bytes(r.planned),
+               r.error.empty() ? "" : " — " + r.error);
+  }
+  print_table(rows);
+
+  if (!a.json_path.empty()) {
+    nlohmann::json out;
+    out["command"] = command_line(a);
+    out["machine"] = {{"cpu", cpu_model_name()},
+                      {"cores", std::thread::hardware_concurrency()},
+                      {"backend", be.name()},
+                      {"mem_total_bytes", facts.mem_total},
+                      {"mem_available_bytes", facts.mem_available}};
+    out["model"] = {{"dir", a.dir},
+                    {"model_type", model.model_type()},
+                    {"layers", m.config.num_layers()},
+                    {"parameters", m.weights->parameter_count()},
+                    {"weight_bytes", m.weights->total_bytes()},
+                    {"random_weights", a.random_weights}};
+    out["settings"] = {{"gen", a.gen},
+                       {"prefill_chunk_size", a.prefill_chunk},
+                       {"memory_limit_bytes", limit},
+                       {"threads", be.threads()->size()}};
+    out["rows"] = nlohmann::json::array();
+    for (const Row& r : rows) out["rows"].push_back(row_json(r));
+    std::ofstream f(a.json_path);
+    f << out.dump(2) << "\n";
+    if (!f) throw_error(ErrorCode::invalid_argument, "--json: cannot write {}", a.json_path);
+  }
+  if (!a.plot_path.empty()) {
+    std::vector<PlotSeries> series(4);
+    series[0].label = "peak (pool)";
+    series[1].label = "VmHWM (process)";
+    series[2].label = "transient (pool)";
+    series[3].label = "planned transient";
+    series[3].width = 1;  // drawn over the measured transient, which it equals when the plan is exact
+    for (const Row& r : rows) {
+      if (r.prefill_steps == 0) continue;
+      const double x = static_cast<double>(r.prompt_tokens);
+      const int64_t ys[4] = {r.peak, r.process_peak, r.transient(), r.planned};
+      for (int i = 0; i < 4; ++i)
+        series[static_cast<size_t>(i)].points.push_back({x, static_cast<double>(ys[i]) / (1 << 20)});
+    }
+    write_plot_png(a.plot_path,
+                   fmt::format("{} prefill memory, chunk {}", model.model_type(), a.prefill_chunk),
+                   "prompt tokens", "MiB", series);
+  }
+  for (const Row& r : rows)
+    if (!r.error.empty())
+      throw_error(ErrorCode::out_of_memory, "bench: the {}-token row did not complete: {}", r.prompt_tokens,
+                  r.error);
+}
+
+}  // namespace
+
+void add_bench_command(CLI::App& app) {
+  auto* cmd =
+      app.add_subcommand("bench", "Prefill and decode speed and memory (pool and process) per prompt length");
+  auto a = std::make_shared<BenchArgs>();
+  cmd->add_option("-m,--model", a->dir, "Hugging Face model folder (config.json alone with --random-weights)")
+      ->required();
+  cmd->add_flag("--random-weights", a->random_weights,
+                "Build the model from config.json with random weights");
+  cmd->add_option("--prompt-lengths", a->prompt_lengths, "Prompt lengths to measure (default 1024,2048,4096)")
+      ->delimiter(',')
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--gen", a->gen, "Decode tokens after each prefill (default 16)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--prefill-chunk-size", a->prefill_chunk, "Prompt tokens per step at most (default 512)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option(
+      "--memory-limit", a->memory_limit,
+      "Memory budget: bytes (\"12GiB\") or a fraction of RAM (\"0.5\"); default: what is free now, less a "
+      "margin");
+  cmd->add_option("-t,--threads", a->threads, "CPU threads (default: all cores)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--seed", a->seed, "Seed of the prompts and the random weights (default 1)");
+  cmd->add_option("--json", a->json_path,
+                  "Also write the rows, machine, model and command as JSON to this file");
+  cmd->add_option("--plot", a->plot_path, "Draw peak and transient memory against prompt length to this PNG");
+  cmd->callback([a] {
+    // Under a hard limit (ulimit -v, a cgroup) the C++ runtime's own allocations can fail too: a clean error.
+    try {
+      bench(*a);
+    } catch (const std::bad_alloc&) {
+      throw_error(ErrorCode::out_of_memory,
+                  "bench: the system refused memory (std::bad_alloc) outside the pool");
+    } catch (const std::system_error& e) {
+      throw_error(ErrorCode::out_of_memory, "bench: the system refused a resource: {}", e.what());
+    }
+  });
+}
+
+}  // namespace keel::cli
