@@ -149,3 +149,42 @@ TEST(HttpErrors, SizeLimitsAndUnknownPaths) {
   // /metrics is off unless --metrics.
   EXPECT_EQ(curl(srv.port(), "GET", "/metrics").status, 501);
 }
+
+TEST(HttpErrors, OutOfMemoryBeforeHeadersIs503WithRetryAfter) {
+  InProcessServer srv;
+  srv.model().fail_from = 0;  // every step fails: the scheduler retries a bounded number of times, then gives up
+  for (bool stream : {false, true}) {
+    std::string body = chat_body(std::string(R"("max_tokens": 4, "stream": )") + (stream ? "true" : "false"));
+    CurlReply r = curl(srv.port(), "POST", "/v1/chat/completions", body);
+    expect_error(r, 503, "insufficient_memory", "", stream ? "stream" : "json");
+    EXPECT_NE(r.headers.find("Retry-After: "), std::string::npos) << r.headers;
+  }
+  EXPECT_TRUE(srv.wait_idle());
+}
+
+TEST(HttpErrors, FailureAfterHeadersIsAnSseErrorEventThenTheEnd) {
+  InProcessServer srv;
+  srv.model().fail_from = srv.model().calls + 3;  // the prefill and two decode steps succeed, then every step fails
+  RawHttp c(srv.port());
+  c.send("POST", "/v1/chat/completions", chat_body(R"("max_tokens": 50, "stream": true)"));
+  ASSERT_TRUE(c.read_headers());
+  EXPECT_EQ(c.status, 200);
+  std::string body = c.read_body();
+  EXPECT_TRUE(c.body_done()) << "the stream ended properly (chunked terminator), not a dropped connection";
+  std::vector<std::string> events = sse_data(body);
+  ASSERT_GE(events.size(), 2u) << body;
+  server::Json last = server::Json::parse(events.back());
+  ASSERT_TRUE(last.contains("error")) << body;
+  EXPECT_EQ(last["error"]["code"], "insufficient_memory");
+  EXPECT_EQ(body.find("[DONE]"), std::string::npos);
+
+  // Not streaming: the body that follows the keep-alive whitespace is the error object.
+  srv.model().fail_from = srv.model().calls + 3;
+  RawHttp j(srv.port());
+  j.send("POST", "/v1/chat/completions", chat_body(R"("max_tokens": 50)"));
+  ASSERT_TRUE(j.read_headers());
+  server::Json err = server::Json::parse(j.read_body());
+  EXPECT_EQ(err["error"]["code"], "insufficient_memory") << err;
+  srv.model().fail_from = -1;
+  EXPECT_TRUE(srv.wait_idle());
+}

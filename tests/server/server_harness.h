@@ -53,6 +53,35 @@ class ExactGreedy final : public TokenChooser {
   int top_;
 };
 
+// Delegates to a real model; from the `fail_from`-th forward call on (0-based), every forward throws
+// Error(out_of_memory), as a pool that keeps refusing would make it.
+class FailingModel final : public Model {
+ public:
+  explicit FailingModel(Model& inner) : inner_(inner) {}
+  std::atomic<int64_t> fail_from{-1};  // −1: never
+  std::atomic<int64_t> calls{0};
+  const std::string& model_type() const override { return inner_.model_type(); }
+  int64_t vocab_size() const override { return inner_.vocab_size(); }
+  int64_t context_limit() const override { return inner_.context_limit(); }
+  int64_t state_bytes(int64_t tokens, int64_t capacity) const override { return inner_.state_bytes(tokens, capacity); }
+  int64_t step_transient_bytes(std::span<const StepShapeItem> step) const override {
+    return inner_.step_transient_bytes(step);
+  }
+  std::unique_ptr<SequenceState> new_state(int64_t capacity) override { return inner_.new_state(capacity); }
+  Tensor forward(std::span<const StepItem> step) override {
+    int64_t n = calls++;
+    if (fail_from >= 0 && n >= fail_from) throw_error(ErrorCode::out_of_memory, "injected: the pool refused");
+    return inner_.forward(step);
+  }
+  bool state_survives_failed_step() const override { return inner_.state_survives_failed_step(); }
+  std::unique_ptr<SequenceState> copy_state(const SequenceState& s) override { return inner_.copy_state(s); }
+  bool can_truncate_states() const override { return inner_.can_truncate_states(); }
+  bool truncate_state(SequenceState& s, int64_t tokens) override { return inner_.truncate_state(s, tokens); }
+
+ private:
+  Model& inner_;
+};
+
 struct HarnessOptions {
   std::string model_dir = fixture_dir("qwen3");
   SchedulerConfig scheduler{.n_slots = 2, .ctx_size = 1024, .prefill_chunk_size = 64};
@@ -69,7 +98,8 @@ class InProcessServer {
     loaded_ = models::load_model(o.model_dir, backend_);
     tokenizer_.emplace(tokenizer::Tokenizer::load(o.model_dir));
     chat_template_.emplace(chat::ChatTemplate::from_model_dir(o.model_dir));
-    engine_ = std::make_unique<Engine>(*loaded_.model, pool_, o.scheduler);
+    failing_ = std::make_unique<FailingModel>(*loaded_.model);
+    engine_ = std::make_unique<Engine>(*failing_, pool_, o.scheduler);
     ctx_.engine = engine_.get();
     ctx_.tokenizer = &*tokenizer_;
     ctx_.chat_template = &*chat_template_;
@@ -103,6 +133,7 @@ class InProcessServer {
   const tokenizer::Tokenizer& tokenizer() const { return *tokenizer_; }
   server::ModelContext& context() { return ctx_; }
   server::HttpServer& http() { return *http_; }
+  FailingModel& model() { return *failing_; }
 
   // What the pool holds with no request: the model, plus what the prompt cache keeps.
   static int64_t idle_bytes(const EngineStats& s) { return s.baseline_bytes + s.scheduler.prompt_cache_bytes; }
@@ -125,6 +156,7 @@ class InProcessServer {
   models::LoadedModel loaded_;
   std::optional<tokenizer::Tokenizer> tokenizer_;
   std::optional<chat::ChatTemplate> chat_template_;
+  std::unique_ptr<FailingModel> failing_;
   std::unique_ptr<Engine> engine_;
   server::ModelContext ctx_;
   std::unique_ptr<server::HttpServer> http_;
