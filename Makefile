@@ -16,7 +16,8 @@ build: configure
 test: build
 	@ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 
-serve: build
+serve: configure
+	@cmake --build $(BUILD) -j $(JOBS) --target keel
 	@$(BUILD)/keel serve $(ARGS)
 
 clean:
