@@ -9,6 +9,6 @@ FLAGS=$(bash scripts/gpu-deps.sh unpack | tail -n 1)
 # shellcheck disable=SC2086
 # Another GCC (13 there) warns where Debian 12's GCC 12 does not: warnings stay visible but do not stop the build.
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKEEL_BENCH=OFF -DKEEL_WERROR=OFF $FLAGS "$@"
-cmake --build "$BUILD" -j "$(nproc)"
+cmake --build "$BUILD" -j "$(nproc)" -- -k 0
 # Node client tests and the clang fuzzers need tools the GPU machine does not have.
 ctest --test-dir "$BUILD" --output-on-failure -j "$(nproc)" -LE 'fuzz|node'

@@ -2,6 +2,7 @@
 // bitmap font, and the PNG container with stored (uncompressed) deflate blocks, CRC-32 and Adler-32 as the
 // PNG and zlib specifications define them (RFC 2083, RFC 1950/1951). Enough for `keel bench --plot`.
 #pragma once
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
