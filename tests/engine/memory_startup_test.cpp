@@ -1,6 +1,7 @@
-// The startup check (check_startup_memory): weights + one sequence's state at a minimal context + the smallest
-// step. Checked against what really happens: at a limit of exactly that total, a one-token prompt is served
-// through the Scheduler (so the footprint is enough); one byte less and the check refuses, giving the numbers.
+// The startup check (check_startup_memory): weights + one sequence's state at a minimal context + the
+// smallest step. Checked against what really happens: at a limit of exactly that total, a one-token prompt is
+// served through the Scheduler (so the footprint is enough); one byte less and the check refuses, giving the
+// numbers.
 #include "memory_test_util.h"
 
 namespace keel::testing {
@@ -33,7 +34,8 @@ TEST(MemoryStartup, FootprintServesAOneTokenPromptAndOneByteLessIsRefused) {
     } catch (const Error& e) {
       EXPECT_EQ(e.code(), ErrorCode::out_of_memory);
       const std::string msg = e.what();
-      for (int64_t n : {f.total(), f.total() - 1}) EXPECT_NE(msg.find(std::to_string(n)), std::string::npos) << msg;
+      for (int64_t n : {f.total(), f.total() - 1})
+        EXPECT_NE(msg.find(std::to_string(n)), std::string::npos) << msg;
       for (int64_t n : {f.loaded, f.state, f.step})
         EXPECT_NE(msg.find(format_bytes(n)), std::string::npos) << msg;
       EXPECT_NE(msg.find("--memory-limit"), std::string::npos) << msg;
