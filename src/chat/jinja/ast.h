@@ -54,6 +54,9 @@ struct GetAttr : Expr {
 struct GetItem : Expr {
   GetItem(ExprPtr o, ExprPtr k, int line) : Expr(ExprKind::getitem, line), obj(std::move(o)), key(std::move(k)) {}
   ExprPtr obj, key;
+  // A slice of literals only: jinja2 folds it at compile time with the sandbox's getitem, so a failing one is
+  // Undefined instead of an error (a slice at run time is a plain Python subscript, which raises).
+  bool constant_slice = false;
 };
 struct Slice : Expr {
   explicit Slice(int line) : Expr(ExprKind::slice, line) {}

@@ -15,7 +15,7 @@ BudgetScope::~BudgetScope() { tl_budget = previous_; }
 void RenderBudget::charge_steps(int64_t n) {
   steps_ += n;
   if (steps_ > limits_.max_steps) {
-    limit_error("the template did more than {} steps of work (loop iterations, calls, bytes built / 64)",
+    limit_error("the template did more than {} steps of work (loop iterations, calls, items and bytes / 64 built)",
                 limits_.max_steps);
   }
 }
@@ -31,7 +31,7 @@ void RenderBudget::check_list(size_t items) {
   if (items > limits_.max_list_items) {
     limit_error("the template built a list of {} items, over the limit of {}", items, limits_.max_list_items);
   }
-  charge_steps(static_cast<int64_t>(items / 64));
+  charge_steps(static_cast<int64_t>(items));
 }
 
 }  // namespace keel::chat::jinja

@@ -10,7 +10,9 @@ namespace keel::chat::jinja {
 struct RenderLimits {
   size_t max_output_bytes = size_t{64} << 20;  // the rendered prompt, and any one string built on the way
   size_t max_list_items = size_t{1} << 22;     // any one list built on the way
-  int64_t max_steps = 50'000'000;  // loop iterations + calls + items/bytes produced / 64: roughly seconds of work
+  // Loop iterations + calls + list items built + string bytes built / 64 + items compared or searched: one step
+  // is tens to a few hundred nanoseconds, so the limit stops a runaway template within a few seconds.
+  int64_t max_steps = 20'000'000;
   int max_call_depth = 200;        // nested macro calls and recursive loops (jinja2 stops near Python's 1000 frames)
 };
 

@@ -359,6 +359,11 @@ Value f_max(Interpreter&, const Value& v, Args& a) { return min_or_max(v, a, tru
 
 // Python's sorted(): a stable sort; `reverse` keeps equal items in their original order.
 void stable_sort_by_keys(std::vector<Value>& items, const std::vector<Value>& keys, bool reverse) {
+  if (auto* budget = current_budget()) {  // n log n comparisons
+    int64_t n = static_cast<int64_t>(items.size()), log = 1;
+    while ((int64_t{1} << log) < n) ++log;
+    budget->charge_steps(n * log);
+  }
   std::vector<size_t> idx(items.size());
   for (size_t i = 0; i < idx.size(); ++i) idx[i] = i;
   std::stable_sort(idx.begin(), idx.end(), [&](size_t x, size_t y) {

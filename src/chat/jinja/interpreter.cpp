@@ -21,10 +21,24 @@ FramePtr child_frame(const FramePtr& parent, const UndefinedAtStart& undefined) 
 
 }  // namespace
 
+Value& VarMap::operator[](const std::string& name) {
+  for (auto& [k, v] : entries_) {
+    if (k == name) return v;
+  }
+  if (entries_.empty()) entries_.reserve(4);
+  return entries_.emplace_back(name, Value()).second;
+}
+
+const Value* VarMap::find(const std::string& name) const {
+  for (const auto& [k, v] : entries_) {
+    if (k == name) return &v;
+  }
+  return nullptr;
+}
+
 const Value* Frame::find(const std::string& name) const {
   for (const Frame* f = this; f; f = f->parent.get()) {
-    auto it = f->vars.find(name);
-    if (it != f->vars.end()) return &it->second;
+    if (const Value* v = f->vars.find(name)) return v;
   }
   return nullptr;
 }
@@ -32,13 +46,13 @@ const Value* Frame::find(const std::string& name) const {
 // jinja2's LoopContext: `loop.index`, `loop.cycle(...)`, and `loop(children)` in a recursive loop.
 class LoopContext : public Object {
  public:
-  LoopContext(const For& node, FramePtr frame, std::vector<Value> items, int depth0)
-      : node_(&node), frame_(std::move(frame)), items_(std::move(items)), depth0_(depth0) {}
+  LoopContext(const For& node, const FramePtr& frame, std::vector<Value> items, int depth0)
+      : node_(&node), frame_(frame), items_(std::move(items)), depth0_(depth0) {}
 
   std::string type_name() const override { return "LoopContext"; }
   std::string repr() const override { return fmt::format("<LoopContext {}/{}>", index0 + 1, items_.size()); }
   bool is_callable() const override { return true; }
-  void clear_references() override { frame_.reset(); }
+  const std::vector<Value>& items() const { return items_; }
 
   std::optional<Value> get_attr(std::string_view name) const override {
     auto n = static_cast<int64_t>(items_.size());
@@ -81,10 +95,11 @@ class LoopContext : public Object {
   Value call(Interpreter& interp, CallArgs& args) override {
     if (!node_->recursive) type_error("Tried to call non recursive loop. Maybe you forgot the 'recursive' modifier.");
     if (args.positional.size() != 1 || !args.keyword.empty()) type_error("loop() takes exactly one argument");
-    if (!frame_) type_error("the loop has ended");
+    FramePtr frame = frame_.lock();
+    if (!frame) unsupported_error("calling a recursive loop's `loop` after the loop has ended");
     Interpreter::CallDepth depth(interp);
     std::string out;
-    interp.run_loop(*node_, frame_, args.positional[0], depth0_ + 1, out);
+    interp.run_loop(*node_, frame, args.positional[0], depth0_ + 1, out);
     return Value::string(std::move(out));
   }
 
@@ -92,7 +107,7 @@ class LoopContext : public Object {
 
  private:
   const For* node_;
-  FramePtr frame_;
+  std::weak_ptr<Frame> frame_;  // where the loop runs; weak, so a loop kept in a namespace makes no cycle
   std::vector<Value> items_;
   int depth0_;
   Value last_changed_;
@@ -233,15 +248,15 @@ void Interpreter::run_loop(const For& node, const FramePtr& frame, const Value& 
     }
     items = std::move(kept);
   }
-  auto loop = std::make_shared<LoopContext>(node, frame, items, depth);
-  tracked_objects_.push_back(loop);
+  auto loop = std::make_shared<LoopContext>(node, frame, std::move(items), depth);
+  const std::vector<Value>& loop_items = loop->items();
   Value loop_value = Value::object(loop);
   // jinja2 runs `else` unless an iteration ran to its end (a `break` or `continue` in the first one counts as none).
   bool completed_one = false;
-  for (size_t i = 0; i < items.size(); ++i) {
+  for (size_t i = 0; i < loop_items.size(); ++i) {
     budget_.charge_steps(1);
     auto iter_frame = child_frame(frame, node.body_undefined);
-    exec_set(node.target, items[i], iter_frame);
+    exec_set(node.target, loop_items[i], iter_frame);
     loop->index0 = i;
     iter_frame->vars["loop"] = loop_value;
     Flow flow = exec_body(node.body, iter_frame, out);
@@ -291,8 +306,9 @@ Value Interpreter::call_macro(const Macro& macro, const FramePtr& def_frame, Cal
   budget_.charge_steps(1);
   auto frame = child_frame(def_frame, macro.undefined);
   size_t n = macro.params.size();
+  const std::string label = macro.name.empty() ? "None" : pystr::repr(macro.name);  // a call block's caller: None
   if (args.positional.size() > n && !macro.uses_varargs) {
-    type_error("macro {} takes not more than {} argument(s)", pystr::repr(macro.name), n);
+    type_error("macro {} takes not more than {} argument(s)", label, n);
   }
   auto& kwargs = args.keyword;
   auto pop_kwarg = [&](const std::string& name) -> std::optional<Value> {
@@ -337,10 +353,10 @@ Value Interpreter::call_macro(const Macro& macro, const FramePtr& def_frame, Cal
     for (const auto& kw : kwargs) {
       if (kw.first == "caller") {
         type_error("macro {} was invoked with two values for the special caller argument. This is most likely a bug.",
-                   pystr::repr(macro.name));
+                   label);
       }
     }
-    type_error("macro {} takes no keyword argument {}", pystr::repr(macro.name), pystr::repr(kwargs.front().first));
+    type_error("macro {} takes no keyword argument {}", label, pystr::repr(kwargs.front().first));
   }
   if (macro.uses_varargs) {
     std::vector<Value> extra;
@@ -435,6 +451,14 @@ Value Interpreter::eval(const Expr& expr, const FramePtr& frame) {
         const auto& s = static_cast<const Slice&>(*node.key);
         auto part = [&](const ExprPtr& p) { return p ? eval(*p, frame) : Value::none(); };
         Value start = part(s.start), stop = part(s.stop), step = part(s.step);
+        if (node.constant_slice) {
+          try {
+            return slice(obj, start, stop, step);
+          } catch (const TemplateError& e) {
+            if (e.python_type() != "TypeError") throw;
+            return undefined_element(obj, Value::string("slice"));
+          }
+        }
         return slice(obj, start, stop, step);
       }
       return get_item(obj, eval(*node.key, frame));

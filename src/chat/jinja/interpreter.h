@@ -7,7 +7,6 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "chat/jinja/ast.h"
@@ -16,8 +15,19 @@
 
 namespace keel::chat::jinja {
 
+// A frame's variables: a few names each (a loop iteration binds its target and `loop`), so a flat vector.
+class VarMap {
+ public:
+  Value& operator[](const std::string& name);  // finds or appends
+  const Value* find(const std::string& name) const;
+  void clear() { entries_.clear(); }
+
+ private:
+  std::vector<std::pair<std::string, Value>> entries_;
+};
+
 struct Frame {
-  std::unordered_map<std::string, Value> vars;
+  VarMap vars;
   std::shared_ptr<Frame> parent;
   const Value* find(const std::string& name) const;
 };

@@ -4,6 +4,7 @@
 #include <utf8proc.h>
 
 #include <algorithm>
+#include <cmath>
 #include <array>
 #include <string_view>
 
@@ -364,6 +365,37 @@ std::optional<Value> builtin_attribute(const Value& obj, std::string_view name) 
         return bind(obj, name, list_method);
       }
       if (f == ListFlavor::list && in(kListMutators, name)) return unsafe(obj, name);
+    }
+    return std::nullopt;
+  }
+  if (obj.is_int() || obj.is_bool()) {
+    int64_t i = obj.int_value();
+    if (name == "real" || name == "numerator") return Value::integer(i);
+    if (name == "imag") return Value::integer(0);
+    if (name == "denominator") return Value::integer(1);
+    if (name == "bit_length" || name == "conjugate") {
+      std::string n(name);
+      return Value::callable(n, [i, n](Interpreter&, CallArgs& args) {
+        ArgReader(args, n, {});
+        if (n == "conjugate") return Value::integer(i);
+        uint64_t mag = i < 0 ? 0 - static_cast<uint64_t>(i) : static_cast<uint64_t>(i);
+        int64_t bits = 0;
+        while (mag) ++bits, mag >>= 1;
+        return Value::integer(bits);
+      });
+    }
+    return std::nullopt;
+  }
+  if (obj.is_float()) {
+    double d = obj.as_float();
+    if (name == "real") return obj;
+    if (name == "imag") return Value::floating(0.0);
+    if (name == "is_integer" || name == "conjugate") {
+      std::string n(name);
+      return Value::callable(n, [d, n](Interpreter&, CallArgs& args) {
+        ArgReader(args, n, {});
+        return n == "conjugate" ? Value::floating(d) : Value::boolean(std::isfinite(d) && d == std::floor(d));
+      });
     }
     return std::nullopt;
   }

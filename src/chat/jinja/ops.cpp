@@ -317,11 +317,20 @@ bool contains(const Value& container, const Value& item) {
     case Kind::string:
       if (!item.is_string()) type_error("'in <string>' requires string as left operand, not {}", type_name(item));
       return container.str().find(item.str()) != std::string::npos;
-    case Kind::list:
-      for (const auto& x : iterate(container)) {
+    case Kind::list: {
+      if (container.flavor() == ListFlavor::generator) {
+        for (const auto& x : iterate(container)) {
+          if (equals(x, item)) return true;
+        }
+        return false;
+      }
+      const auto& items = container.items();
+      if (auto* budget = current_budget()) budget->charge_steps(static_cast<int64_t>(items.size()));
+      for (const auto& x : items) {
         if (equals(x, item)) return true;
       }
       return false;
+    }
     case Kind::dict: return container.dict_data().find(item) != nullptr;
     case Kind::undefined: return false;
     default: type_error("argument of type '{}' is not iterable", type_name(container));
@@ -336,6 +345,7 @@ std::vector<Value> iterate(const Value& v) {
         if (d.consumed) return {};
         d.consumed = true;
       }
+      if (auto* budget = current_budget()) budget->charge_steps(static_cast<int64_t>(d.items.size() / 4));
       return d.items;
     }
     case Kind::dict: {

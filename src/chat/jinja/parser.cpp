@@ -32,6 +32,8 @@ std::string describe(const Token& t) {
   return "?";
 }
 
+bool is_literal(const Expr* e);
+
 class Parser {
  public:
   explicit Parser(std::vector<Token> tokens) : t_(std::move(tokens)) {}
@@ -248,7 +250,7 @@ class Parser {
     auto stmt = std::make_unique<CallBlock>(cur().line);
     next();
     stmt->caller = std::make_unique<Macro>(stmt->line);
-    stmt->caller->name = "caller";
+    stmt->caller->name = "";  // jinja2's caller macro is anonymous
     if (is_op("(")) stmt->caller->params = parse_signature();
     stmt->call = parse_expression(true);
     if (stmt->call->kind != ExprKind::call) syntax_error(stmt->line, "expected call");
@@ -587,7 +589,15 @@ class Parser {
       args.push_back(parse_subscribed());
     }
     expect_op("]");
-    if (args.size() == 1) return std::make_unique<GetItem>(std::move(node), std::move(args[0]), line);
+    if (args.size() == 1) {
+      auto item = std::make_unique<GetItem>(std::move(node), std::move(args[0]), line);
+      if (item->key->kind == ExprKind::slice) {
+        const auto& s = static_cast<const Slice&>(*item->key);
+        item->constant_slice = is_literal(item->obj.get()) && is_literal(s.start.get()) && is_literal(s.stop.get()) &&
+                               is_literal(s.step.get());
+      }
+      return item;
+    }
     auto tuple = std::make_unique<Sequence>(ExprKind::tuple, line);
     tuple->items = std::move(args);
     return std::make_unique<GetItem>(std::move(node), std::move(tuple), line);
@@ -696,6 +706,29 @@ class Parser {
   size_t i_ = 0;
   int depth_ = 0;
 };
+
+// Whether jinja2's optimizer folds `e` to a constant (literals and operators on them; no names or calls).
+bool is_literal(const Expr* e) {
+  if (!e) return true;
+  switch (e->kind) {
+    case ExprKind::constant: return true;
+    case ExprKind::list:
+    case ExprKind::tuple:
+      for (const auto& item : static_cast<const Sequence&>(*e).items) {
+        if (!is_literal(item.get())) return false;
+      }
+      return true;
+    case ExprKind::unary: return is_literal(static_cast<const Unary&>(*e).operand.get());
+    case ExprKind::binary:
+      return is_literal(static_cast<const Binary&>(*e).left.get()) && is_literal(static_cast<const Binary&>(*e).right.get());
+    case ExprKind::concat:
+      for (const auto& p : static_cast<const Concat&>(*e).parts) {
+        if (!is_literal(p.get())) return false;
+      }
+      return true;
+    default: return false;
+  }
+}
 
 // jinja2's compile-time checks: unknown filters/tests outside an `if` or conditional expression, `break` and
 // `continue` outside a loop, assigning to `loop`; and which special names (varargs, kwargs, caller) macros read.

@@ -91,6 +91,7 @@ std::string to_str(const Value& v) {
     case Kind::floating: return pystr::float_repr(v.as_float());
     case Kind::string: return v.str();
     case Kind::callable:
+      if (v.callable_data().is_macro && v.callable_data().name.empty()) return "<Macro anonymous>";
       return v.callable_data().is_macro ? "<Macro " + pystr::repr(v.callable_data().name) + ">"
                                         : "<built-in function " + v.callable_data().name + ">";
     case Kind::object: return v.object_ptr()->repr();

@@ -65,37 +65,66 @@ bool set_equal(const std::vector<Value>& a, const std::vector<Value>& b) {
 
 }  // namespace
 
+size_t hash_value(const Value& v) {
+  switch (v.kind()) {
+    case Kind::undefined: return 0x5bd1e995;
+    case Kind::none: return 0x27d4eb2f;
+    case Kind::string: return std::hash<std::string>()(v.str());
+    case Kind::boolean:
+    case Kind::integer: return std::hash<int64_t>()(v.int_value());
+    case Kind::floating: {
+      double d = v.as_float();
+      // Integral floats hash as the int they equal (1.0 == 1).
+      if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9.2233720368547758e18) {
+        return std::hash<int64_t>()(static_cast<int64_t>(d));
+      }
+      return std::hash<double>()(d);
+    }
+    case Kind::list:
+      if (!hashable(v)) break;
+      if (v.flavor() == ListFlavor::tuple || v.flavor() == ListFlavor::range) {
+        size_t h = 0x345678;
+        for (const auto& item : v.items()) h = h * 1000003 ^ hash_value(item);
+        return h;
+      }
+      return std::hash<const void*>()(v.identity());
+    case Kind::dict: break;
+    default: return std::hash<const void*>()(v.identity());
+  }
+  type_error("unhashable type: '{}'", type_name(v));
+}
+
 const Value* Dict::find(std::string_view key) const {
-  auto it = string_index_.find(std::string(key));
-  return it == string_index_.end() ? nullptr : &entries_[it->second].second;
+  auto range = index_.equal_range(std::hash<std::string_view>()(key));
+  for (auto it = range.first; it != range.second; ++it) {
+    const auto& [k, v] = entries_[it->second];
+    if (k.is_string() && k.str() == key) return &v;
+  }
+  return nullptr;
 }
 
 const Value* Dict::find(const Value& key) const {
-  if (key.is_string()) return find(key.str());
-  if (!hashable(key)) type_error("unhashable type: '{}'", type_name(key));
-  for (const auto& [k, v] : entries_) {
-    if (!k.is_string() && equals(k, key)) return &v;
+  if (key.is_string()) return find(std::string_view(key.str()));
+  auto range = index_.equal_range(hash_value(key));
+  for (auto it = range.first; it != range.second; ++it) {
+    const auto& [k, v] = entries_[it->second];
+    if (equals(k, key)) return &v;
   }
   return nullptr;
 }
 
 void Dict::set(Value key, Value value) {
-  if (!hashable(key)) type_error("unhashable type: '{}'", type_name(key));
+  size_t h = hash_value(key);  // TypeError for an unhashable key
   depth = std::max(depth, checked_depth(std::max(key.depth(), value.depth())));
-  if (key.is_string()) {
-    auto [it, inserted] = string_index_.emplace(key.str(), entries_.size());
-    if (!inserted) {
-      entries_[it->second].second = std::move(value);
+  auto range = index_.equal_range(h);
+  for (auto it = range.first; it != range.second; ++it) {
+    auto& entry = entries_[it->second];
+    if (equals(entry.first, key)) {
+      entry.second = std::move(value);  // Python keeps the first key object and its position
       return;
     }
-  } else {
-    for (auto& [k, v] : entries_) {
-      if (!k.is_string() && equals(k, key)) {
-        v = std::move(value);  // Python keeps the first key object and position
-        return;
-      }
-    }
   }
+  index_.emplace(h, entries_.size());
   entries_.emplace_back(std::move(key), std::move(value));
   if (auto* budget = current_budget()) budget->charge_steps(1);
 }
@@ -241,6 +270,7 @@ bool equals(const Value& a, const Value& b) {
     case Kind::none: return true;
     case Kind::string: return a.str() == b.str();
     case Kind::list: {
+      if (auto* budget = current_budget()) budget->charge_steps(static_cast<int64_t>(a.items().size()));
       ListFlavor fa = a.flavor(), fb = b.flavor();
       if (fa != fb) return false;
       if (fa == ListFlavor::generator || fa == ListFlavor::dict_values) return a.identity() == b.identity();
@@ -256,6 +286,7 @@ bool equals(const Value& a, const Value& b) {
     case Kind::dict: {
       const Dict& x = a.dict_data();
       const Dict& y = b.dict_data();
+      if (auto* budget = current_budget()) budget->charge_steps(static_cast<int64_t>(x.size()));
       if (x.size() != y.size()) return false;
       for (const auto& [k, v] : x.entries()) {
         const Value* other = y.find(k);

@@ -46,8 +46,11 @@ class Dict {
 
  private:
   std::vector<std::pair<Value, Value>> entries_;
-  std::unordered_map<std::string, size_t> string_index_;  // string key -> position in entries_
+  std::unordered_multimap<size_t, size_t> index_;  // hash of a key (Python-equal keys hash alike) -> position
 };
+
+// A hash consistent with equals() for hashable values; TypeError for lists, dicts and the like.
+size_t hash_value(const Value& v);
 
 // Positional and keyword arguments of one call, already evaluated.
 struct CallArgs {
