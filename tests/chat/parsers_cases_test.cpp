@@ -83,7 +83,7 @@ std::string check(const Run& run, const Json& expected) {
   } else {
     for (size_t i = 0; i < calls.size(); ++i) {
       const ToolCall& c = m.tool_calls[i];
-      if (c.name != calls[i]["name"]) err << "call " << i << " name '" << c.name << "'\n";
+      if (c.name != calls[i]["name"].get<std::string>()) err << "call " << i << " name '" << c.name << "'\n";
       if (parse_or_string(c.arguments) != calls[i]["arguments"]) err << "call " << i << " arguments " << c.arguments << "\n";
       if (c.id.size() != 29 || !c.id.starts_with("call_")) err << "call " << i << " id '" << c.id << "'\n";
     }

@@ -58,7 +58,7 @@ void compare(const ModelConfig& c, const nlohmann::json& s) {
     if (!has(k)) return;
     EXPECT_DOUBLE_EQ(keel_value, as_double(s[k])) << k;
   };
-  EXPECT_EQ(c.config_model_type, s["model_type"]);
+  EXPECT_EQ(c.config_model_type, s["model_type"].get<std::string>());
   same("vocab_size", c.vocab_size);
   same("hidden_size", c.hidden_size);
   same("num_hidden_layers", c.num_layers());

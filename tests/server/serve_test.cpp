@@ -81,6 +81,28 @@ TEST(Serve, MemoryLimitTooSmallRefusesToStartWithTheNumbers) {
   EXPECT_NE(log.find("1.05 MiB"), std::string::npos) << "the limit, in the message: " << log;
 }
 
+TEST(Serve, ModelsReportsTheContextMemoryAllows) {
+  // Weights 1.04 MiB; the limit leaves room for a few hundred tokens of KV, far fewer than --ctx-size.
+  KeelServe s({"--model", parrot_model("text"), "--ctx-size", "65536", "--memory-limit", "1500000"});
+  ASSERT_TRUE(s.ready) << s.log();
+  Json j = Json::parse(s.client().Get("/v1/models")->body);
+  int64_t usable = j["data"][0]["context_length"];
+  EXPECT_GT(usable, 16);
+  EXPECT_LT(usable, 65536);
+  EXPECT_NE(s.log().find("a request can use"), std::string::npos) << s.log();
+  // A prompt of `usable` tokens is refused at once (no room for a generated token); a shorter one runs.
+  Json tokens = Json::array();
+  for (int64_t i = 0; i < usable; ++i) tokens.push_back(300 + i % 100);
+  auto r = s.client().Post("/v1/completions", Json{{"prompt", tokens}, {"max_tokens", 1}}.dump(), "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400) << r->body;
+  EXPECT_EQ(Json::parse(r->body)["error"]["code"], "context_length_exceeded");
+  tokens.erase(tokens.end() - 8, tokens.end());
+  r = s.client().Post("/v1/completions", Json{{"prompt", tokens}, {"max_tokens", 4}}.dump(), "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200) << r->body;
+}
+
 TEST(Serve, LlamaServerShortFlagsAndTheBundledDefaultModel) {
   KeelServe s({"-c", "2048", "-np", "2", "-t", "1", "--metrics", "--no-prompt-cache"});
   ASSERT_TRUE(s.ready) << s.log();
@@ -167,7 +189,7 @@ TEST(ToolCalls, ParrotStreaming) {
     }
     if (!ch["finish_reason"].is_null()) finish = ch["finish_reason"];
   }
-  EXPECT_EQ(reasoning, expect["reasoning_content"]);
+  EXPECT_EQ(reasoning, expect["reasoning_content"].get<std::string>());
   EXPECT_EQ(content, "");
   EXPECT_EQ(calls_begun, 1);
   EXPECT_EQ(name, expect["tool_calls"][0]["name"]);
