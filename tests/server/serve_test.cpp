@@ -192,7 +192,7 @@ TEST(ToolCalls, ParrotStreaming) {
   EXPECT_EQ(reasoning, expect["reasoning_content"].get<std::string>());
   EXPECT_EQ(content, "");
   EXPECT_EQ(calls_begun, 1);
-  EXPECT_EQ(name, expect["tool_calls"][0]["name"]);
+  EXPECT_EQ(name, expect["tool_calls"][0]["name"].get<std::string>());
   EXPECT_EQ(Json::parse(arguments), expect["tool_calls"][0]["arguments"]);
   EXPECT_EQ(finish, "tool_calls");
 }
