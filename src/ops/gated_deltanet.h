@@ -7,9 +7,13 @@
 //   q ← q·rsqrt(Σq² + 1e-6) / √Dk,  k ← k·rsqrt(Σk² + 1e-6)     (when qk_l2norm; the scale is always applied)
 //   β = sigmoid(b),  g = −exp(A_log)·softplus(a + dt_bias)
 // then, per value head h with key head h / (Hv/Hk) (consecutive value heads share a key head:
-// repeat_interleave), with state S [Dk, Dv]:  S ← e^g S;  v' = β(v − Sᵀk);  S ← S + k v'ᵀ;  o = Sᵀq. T > 1
-// runs the chunked (WY) form chunk by chunk (chunk_size tokens, chunk-local cumsums of g) carrying S in
-// place; T = 1 runs the recurrence directly. A sequence fed in pieces matches one call within float rounding.
+// repeat_interleave), with state S [Dk, Dv]:  S ← e^g S;  v' = β(v − Sᵀk);  S ← S + k v'ᵀ;  o = Sᵀq.
+// The CPU kernel runs this recurrence token by token at every T (fp32, S rounded to fp32 after each token),
+// so a sequence fed in pieces of any sizes gives the same bits as one call: chunked prefill == one shot ==
+// decode. Not the chunked WY form of numerics.md: that form rounds S only at chunk ends, and on the qwen3_5
+// test models that alone (even with the chunk's arithmetic in float64) moved log-probs by up to 9.7e-5
+// between splits, while its fp32 triangular solve added 5.5e-6·max of error at chunk 64; the recurrence is
+// also faster on CPU (one pass over S per token).
 #pragma once
 #include <cstdint>
 
@@ -19,8 +23,8 @@
 namespace keel::ops {
 
 struct GatedDeltaNetParams {
-  int64_t chunk_size = 64;
-  bool qk_l2norm = true;  // use_qk_l2norm_in_kernel
+  int64_t chunk_size = 64;  // the WY form's chunk, for backends that use it (the CPU kernel does not)
+  bool qk_l2norm = true;    // use_qk_l2norm_in_kernel
   float l2norm_eps = 1e-6f;
 };
 
@@ -34,10 +38,9 @@ void gated_deltanet(Backend& be, const Tensor& q, const Tensor& k, const Tensor&
                     const Tensor& b, const Tensor& A_log, const Tensor& dt_bias, Tensor& state, Tensor& out,
                     const GatedDeltaNetParams& p);
 
-// Bytes gated_deltanet takes from the pool, exactly: 4·2·Hv parameter floats plus, per worker
-// (min(n_threads, Hv) of them), with Ce = min(chunk_size, T) and Cp = pad16(Ce):
-//   T = 1: 2·Dk + 2·Dv floats;  T > 1: Ce·(3·Dk + Dv + Cp) + 2·Cp + max(Cp, pad16(Dk)) + Dk·Cp floats.
-// Independent of T once T ≥ chunk_size.
+// Bytes gated_deltanet takes from the pool, exactly: 0 when T = 0, else 4·(2·Hv + workers·(3·Dk + 2·Dv)) with
+// workers = min(n_threads, Hv): the parameter floats and each worker's q, k, next k, Sᵀk and v' rows. The
+// same for every T ≥ 1; chunk_size does not enter it on CPU.
 int64_t gated_deltanet_workspace_bytes(int64_t T, int64_t Hv, int64_t Dk, int64_t Dv, int64_t chunk_size,
                                        int n_threads);
 
