@@ -47,7 +47,8 @@ struct Scheduler::Sequence {
   int64_t n_prompt = 0;
   int64_t n_generated = 0;
   std::unique_ptr<SequenceState> state;  // null before its first step and after a preemption
-  int failed_attempts = 0;               // consecutive failed steps this sequence took part in
+  int failed_attempts = 0;               // failed steps it took part in since it last made progress
+  int64_t best_in_state = 0;             // most tokens its state has held: a success below that only redoes work
   bool started = false;                  // on_started was sent
   int64_t cached_tokens = 0;             // prompt tokens that came from the prompt cache
 
@@ -300,6 +301,7 @@ void Scheduler::run_planned(const PlannedStep& plan) {
   auto on_failure = [&](const Error& e) {
     ++stats_.failed_steps;
     step_token_cap_ = std::max<int64_t>(1, step_token_cap_ / 2);
+    steps_since_failure_ = 0;
     bool survives = model_.state_survives_failed_step();
     for (Sequence* s : seqs) {
       ++s->failed_attempts;
@@ -374,7 +376,13 @@ void Scheduler::run_planned(const PlannedStep& plan) {
     return;  // cancelled sequences are dropped by the next plan
   }
   ++stats_.steps;
-  step_token_cap_ = std::max<int64_t>(config_.prefill_chunk_size, config_.n_slots);
+  // The cap grows back slowly: a size that just failed is not tried again at once (a recurrent sequence loses its
+  // state with every failed step, so retrying that size at once could repeat forever).
+  const int64_t full_cap = std::max<int64_t>(config_.prefill_chunk_size, config_.n_slots);
+  if (step_token_cap_ < full_cap && ++steps_since_failure_ >= kStepsBeforeCapGrows) {
+    step_token_cap_ = std::min(full_cap, 2 * step_token_cap_);
+    steps_since_failure_ = 0;
+  }
   int64_t after_states = 0;
   for (Sequence* s : seqs) after_states += s->state->bytes();
   int64_t measured = pool_.peak() - before - (after_states - before_states);
@@ -395,7 +403,10 @@ void Scheduler::run_planned(const PlannedStep& plan) {
   std::vector<FinishReason> reasons;
   for (size_t i = 0; i < seqs.size(); ++i) {
     Sequence& s = *seqs[i];
-    s.failed_attempts = 0;
+    if (s.in_state() > s.best_in_state) {  // progress, not a redo of what a failed step threw away
+      s.best_in_state = s.in_state();
+      s.failed_attempts = 0;
+    }
     if (!s.started) {
       s.started = true;
       if (s.request.sink) s.request.sink->on_started(s.cached_tokens);

@@ -22,7 +22,7 @@ struct SchedulerConfig {
   int n_slots = 1;                   // --parallel: sequences that hold state at once
   int64_t ctx_size = 4096;           // --ctx-size: tokens per sequence (not divided among slots)
   int64_t prefill_chunk_size = 512;  // upper bound on tokens per step; the planner may choose fewer
-  int max_failed_attempts = 4;       // consecutive failed steps a sequence may take part in before it fails (503)
+  int max_failed_attempts = 4;       // failed steps a sequence may take part in without progress before it fails (503)
   int prompt_cache_entries = 4;      // states kept for reuse by later prompts with the same prefix; 0: off
 };
 
@@ -131,7 +131,9 @@ class Scheduler {
   uint64_t next_id_ = 1;
   std::deque<std::unique_ptr<Sequence>> waiting_;  // FIFO; preempted sequences go back to the front
   std::vector<std::unique_ptr<Sequence>> running_;  // in admission order
-  int64_t step_token_cap_;                          // halves after a failed step, restores after a success
+  int64_t step_token_cap_;                          // halves after a failed step; doubles back after every
+  int steps_since_failure_ = 0;                     // kStepsBeforeCapGrows steps that succeed
+  static constexpr int kStepsBeforeCapGrows = 16;
   std::function<int64_t()> reclaim_;
   std::vector<CacheEntry> cache_;
   uint64_t cache_clock_ = 0;

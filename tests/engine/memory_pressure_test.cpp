@@ -275,5 +275,78 @@ TEST(MemoryPressure, PersistentFailureEndsTheRequestWithARetryableErrorAndTheNex
   }
 }
 
+// Storage that runs out before the pool's limit does (a cgroup or ulimit the pool was not told about): the
+// pool believes it has room, the allocator refuses, and the allocations truly fail.
+class BudgetAllocator final : public DeviceAllocator {
+ public:
+  explicit BudgetAllocator(int64_t budget) : budget_(budget) {}
+  void* allocate(int64_t bytes, int64_t alignment) override {
+    if (live_ + bytes > budget_) return nullptr;
+    void* p = host_.allocate(bytes, alignment);
+    if (p) live_ += bytes;
+    return p;
+  }
+  void release(void* ptr, int64_t bytes) override {
+    live_ -= bytes;
+    host_.release(ptr, bytes);
+  }
+
+ private:
+  int64_t budget_;
+  HostAllocator host_;
+  int64_t live_ = 0;
+};
+
+TEST(MemoryPressure, StorageThatRunsOutBeforeThePoolLimitEndsInBoundedSteps) {
+  for (const std::string& name : model_fixtures()) {
+    SCOPED_TRACE(name);
+    std::unique_ptr<PooledModel> ref = fixture_model(name);
+    const int64_t L = 1000, gen = 3;
+    const std::vector<int32_t> prompt = test_prompt(L, ref->model().vocab_size(), 31);
+    const RequestResult want = one_shot(*ref, prompt, gen);
+    StepShapeItem quarter{L / 4, 0, 1}, full{L, 0, 1};
+    const int64_t state = ref->model().state_bytes(L, L + gen),
+                  f32_copies = ref->pool->in_use() - ref->loaded.weights->total_bytes();
+    for (int64_t room : {ref->model().step_transient_bytes({&quarter, 1}),
+                         ref->model().step_transient_bytes({&full, 1}) / 20}) {
+      SCOPED_TRACE("room for a step of " + std::to_string(room) + " bytes");
+      auto alloc = std::make_unique<BudgetAllocator>(f32_copies + state + room);
+      PooledModel m;
+      m.pool = std::make_unique<MemoryPool>("cpu", int64_t{8} << 30, alloc.get());
+      m.be = std::make_unique<CpuBackend>(*m.pool, 2);
+      m.loaded = models::load_model(fixture_dir(name), *m.be);
+      const int64_t baseline = m.pool->in_use();
+      SchedulerConfig sc;
+      sc.ctx_size = L + gen;
+      sc.prefill_chunk_size = L;
+      Scheduler sched(m.model(), *m.pool, sc);
+      auto sink = std::make_shared<RecordingSink>();
+      Request r;
+      r.prompt = prompt;
+      r.max_new_tokens = gen;
+      r.chooser = std::make_unique<GreedyChooser>();
+      r.sink = sink;
+      sched.submit(std::move(r));
+      int64_t steps = 0;
+      while (steps < 2000 && sched.step()) ++steps;
+      ASSERT_LT(steps, 2000) << "no end in sight: " << sched.stats().failed_steps << " failed steps";
+      ASSERT_EQ(sink->finishes, 1);
+      if (sink->reason == FinishReason::error) {
+        EXPECT_EQ(sink->error_code, ErrorCode::out_of_memory) << sink->error_message;
+        EXPECT_LT(room, ref->model().step_transient_bytes({&quarter, 1})) << "quarter-size steps fit";
+      } else {
+        EXPECT_EQ(sink->tokens, want.tokens);
+      }
+      EXPECT_EQ(m.pool->in_use(), baseline + sched.stats().prompt_cache_bytes);
+      std::printf("%s, room %lld: %lld steps, %lld failed, %s\n", name.c_str(), static_cast<long long>(room),
+                  static_cast<long long>(steps), static_cast<long long>(sched.stats().failed_steps),
+                  sink->reason == FinishReason::error ? sink->error_message.c_str() : "served");
+      m.loaded = models::LoadedModel();
+      m.be.reset();
+      m.pool.reset();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace keel::testing
