@@ -37,9 +37,11 @@ inline int free_port() {
   return ntohs(a.sin_port);
 }
 
-// The parrot model of `mode` ("tool" or "text"), written by tools/make_parrot_model.py; its folder.
+// The parrot model of `mode` ("tool" or "text"), written by tools/make_parrot_model.py; its folder. One folder per
+// process: ctest runs tests of one binary in parallel processes, which must not rewrite a folder another reads.
 inline std::string parrot_model(const std::string& mode) {
-  std::string dir = std::string(KEEL_BINARY_DIR) + "/tests/server/parrot-" + mode;
+  std::string dir =
+      std::string(KEEL_BINARY_DIR) + "/tests/server/parrot-" + mode + "-" + std::to_string(::getpid());
   std::string cmd = "python3 " + std::string(KEEL_SOURCE_DIR) + "/tools/make_parrot_model.py " + dir + " --mode " + mode;
   if (std::system(cmd.c_str()) != 0) throw std::runtime_error("failed: " + cmd);
   return dir;
