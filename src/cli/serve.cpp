@@ -148,8 +148,9 @@ server::ChooserFactory chooser_factory(Backend& be, ops::SamplingParams defaults
 }
 
 // Refuses to start when the smallest useful work cannot fit: the loaded weights, one sequence's state at a
-// one-token context and a one-token step. Logs how much context one sequence can have at most.
-void check_fits(Model& model, MemoryPool& pool, int64_t ctx) {
+// one-token context and a one-token step. Returns the context one request can really use: the most tokens n ≤ ctx
+// whose state, with the step that generates after them, fits beside the weights (what /v1/models reports).
+int64_t check_fits(Model& model, MemoryPool& pool, int64_t ctx) {
   StepShapeItem one{1, 0, 1};
   int64_t loaded = pool.in_use(), limit = pool.limit();
   int64_t state = model.state_bytes(1, 1), step = model.step_transient_bytes({&one, 1});
@@ -159,11 +160,20 @@ void check_fits(Model& model, MemoryPool& pool, int64_t ctx) {
                 "= {}, but the limit is {} (raise --memory-limit, or free memory)",
                 format_bytes(loaded), format_bytes(state), format_bytes(step), format_bytes(loaded + state + step),
                 format_bytes(limit));
-  int64_t full = model.state_bytes(ctx, ctx);
-  if (loaded + full + step > limit)
-    spdlog::warn("one sequence at the full context of {} tokens needs {} of state; with {} loaded and a limit of "
-                 "{}, long prompts will be refused (context_length_exceeded)",
-                 ctx, format_bytes(full), format_bytes(loaded), format_bytes(limit));
+  auto fits = [&](int64_t n) {
+    StepShapeItem last{1, n - 1, 1};
+    return loaded + model.state_bytes(n, n) + model.step_transient_bytes({&last, 1}) <= limit;
+  };
+  if (fits(ctx)) return ctx;
+  int64_t lo = 1, hi = ctx;  // fits(lo), !fits(hi)
+  while (hi - lo > 1) {
+    int64_t mid = lo + (hi - lo) / 2;
+    (fits(mid) ? lo : hi) = mid;
+  }
+  spdlog::warn("one sequence at the full context of {} tokens needs {} of state; with {} loaded and a limit of {}, "
+               "a request can use {} tokens (longer prompts get context_length_exceeded)",
+               ctx, format_bytes(model.state_bytes(ctx, ctx)), format_bytes(loaded), format_bytes(limit), lo);
+  return lo;
 }
 
 void run_serve(const ServeFlags& f) {
@@ -217,7 +227,7 @@ void run_serve(const ServeFlags& f) {
     spdlog::warn("--ctx-size {} is larger than the model's context ({}); using {}", ctx, limit, limit);
     ctx = limit;
   }
-  check_fits(*loaded.model, pool, ctx);
+  int64_t usable = check_fits(*loaded.model, pool, ctx);
 
   GenerationDefaults defaults = read_generation_defaults(dir);
   std::vector<int32_t> eos = loaded.config.eos_token_ids.empty()
@@ -243,7 +253,7 @@ void run_serve(const ServeFlags& f) {
   model.output_format = chat::detect_output_format(chat_template_source(dir, f.chat_template));
   model.model_id = f.alias.empty() ? fs::path(dir).lexically_normal().filename().string() : f.alias;
   if (model.model_id.empty()) model.model_id = fs::path(dir).lexically_normal().parent_path().filename().string();
-  model.context_tokens = ctx;
+  model.context_tokens = usable;
   model.eos_tokens = eos;
   model.make_chooser = chooser_factory(backend, defaults.params);
   http.set_model(&model);

@@ -127,6 +127,11 @@ void HttpServer::start() {
         ApiError a = api_error_from(e);
         metrics_.count_request(endpoint, outcome_of(a));
         send_error(res, a);
+      } catch (const Json::exception& e) {  // a field of the wrong type read by a small endpoint
+        ApiError a(400, "invalid_value", fmt::format("the request body has a field of the wrong type: {}", e.what()),
+                   "body");
+        metrics_.count_request(endpoint, outcome_of(a));
+        send_error(res, a);
       }
     };
   };

@@ -57,6 +57,7 @@ TEST(HttpErrors, RequestErrorsAre400NamingTheField) {
       {"/v1/completions", R"({"prompt": "x", "model": "other"})", "model"},
       {"/v1/completions", R"({"prompt": [1, 99999]})", "prompt[1]"},
       {"/tokenize", R"({"content": 5})", "content"},
+      {"/tokenize", R"({"content": "x", "add_special": "yes"})", "body"},
       {"/detokenize", R"({"tokens": ["a"]})", "tokens[0]"},
   };
   for (const Case& c : cases) {

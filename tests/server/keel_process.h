@@ -71,6 +71,7 @@ class KeelServe {
     if (pid == 0) {
       ::dup2(log_fd, 1);
       ::dup2(log_fd, 2);
+      if (::chdir(KEEL_SOURCE_DIR) != 0) _exit(126);  // as `make serve` runs it: from the repository's root
       ::execv(argv[0], argv.data());
       _exit(127);
     }

@@ -1,0 +1,97 @@
+// From a validated chat request to engine input, with the published chat templates (../shared/fixtures): the
+// template's kwargs reach it (Qwen3's enable_thinking: false closes an empty think block in the generation prompt, as
+// its source does), the output parser starts where the prompt leaves the model (inside <think> for Qwen3.5),
+// tool_choice "none" turns tool-call parsing off, and the model name check.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "chat/parsers/output_format.h"
+#include "server/model_context.h"
+
+using namespace keel;
+using namespace keel::server;
+
+namespace {
+
+std::string read(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+struct Fixture {
+  explicit Fixture(const std::string& template_name) {
+    source = read(std::string(KEEL_SHARED_DIR) + "/fixtures/chat-templates/" + template_name);
+    tok.emplace(tokenizer::Tokenizer::load(std::string(KEEL_SOURCE_DIR) + "/tests/fixtures/qwen3"));
+    tmpl.emplace(source, "", "<|im_end|>");
+    ctx.tokenizer = &*tok;
+    ctx.chat_template = &*tmpl;
+    ctx.output_format = chat::detect_output_format(source);
+    ctx.model_id = "m";
+  }
+  ChatRequest request(const char* json) { return parse_chat_request(Json::parse(json)); }
+  std::string prompt_text(const PreparedPrompt& p) { return tok->decode(p.tokens); }
+
+  std::string source;
+  std::optional<tokenizer::Tokenizer> tok;
+  std::optional<chat::ChatTemplate> tmpl;
+  ModelContext ctx;
+};
+
+}  // namespace
+
+TEST(PrepareChat, Qwen3EnableThinkingFalseReachesTheTemplate) {
+  Fixture f("Qwen-Qwen3-0.6B.jinja");
+  EXPECT_EQ(f.ctx.output_format.tools, chat::ToolSyntax::hermes_json);
+  PreparedPrompt thinking = prepare_chat(f.ctx, f.request(R"({"messages": [{"role": "user", "content": "hi"}]})"));
+  EXPECT_TRUE(f.prompt_text(thinking).ends_with("<|im_start|>assistant\n")) << f.prompt_text(thinking);
+  EXPECT_EQ(thinking.parser->reasoning, chat::ReasoningStart::optional);
+  PreparedPrompt plain = prepare_chat(f.ctx, f.request(R"({"messages": [{"role": "user", "content": "hi"}],
+                                                          "chat_template_kwargs": {"enable_thinking": false}})"));
+  EXPECT_TRUE(f.prompt_text(plain).ends_with("<|im_start|>assistant\n<think>\n\n</think>\n\n")) << f.prompt_text(plain);
+  EXPECT_EQ(plain.parser->reasoning, chat::ReasoningStart::disabled);
+}
+
+TEST(PrepareChat, Qwen35GenerationPromptOpensThinking) {
+  Fixture f("Qwen3.5-4B.jinja");
+  EXPECT_EQ(f.ctx.output_format.tools, chat::ToolSyntax::qwen3_xml);
+  PreparedPrompt p = prepare_chat(f.ctx, f.request(R"({"messages": [{"role": "user", "content": "hi"}]})"));
+  EXPECT_EQ(p.parser->reasoning, chat::ReasoningStart::open) << f.prompt_text(p);
+}
+
+TEST(PrepareChat, ToolsAndToolChoice) {
+  Fixture f("Qwen3-Coder.jinja");
+  const char* with_tools = R"({"messages": [{"role": "user", "content": "weather?"}], "tools": [{"type": "function",
+      "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}]})";
+  PreparedPrompt p = prepare_chat(f.ctx, f.request(with_tools));
+  EXPECT_EQ(p.parser->tools, chat::ToolSyntax::qwen3_xml);
+  EXPECT_NE(f.prompt_text(p).find("get_weather"), std::string::npos) << "the template lists the tool";
+  ChatRequest none = f.request(with_tools);
+  none.parse_tool_calls = false;  // what tool_choice "none" gives
+  PreparedPrompt q = prepare_chat(f.ctx, none);
+  EXPECT_EQ(q.parser->tools, chat::ToolSyntax::none);
+  EXPECT_NE(f.prompt_text(q).find("get_weather"), std::string::npos) << "the template still sees the tools";
+}
+
+TEST(PrepareChat, TemplateErrorsAndModelNames) {
+  Fixture f("Qwen-Qwen3-0.6B.jinja");
+  // Qwen3's template raises when no user query is found.
+  try {
+    prepare_chat(f.ctx, f.request(R"({"messages": [{"role": "system", "content": "only a system message"}]})"));
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status(), 400);
+    EXPECT_EQ(e.param(), "messages");
+  }
+  try {
+    prepare_chat(f.ctx, f.request(R"({"model": "other", "messages": [{"role": "user", "content": "hi"}]})"));
+    ADD_FAILURE() << "an unknown model name was accepted";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.param(), "model");
+    EXPECT_NE(std::string(e.what()).find("'m'"), std::string::npos) << "names the served model";
+  }
+  EXPECT_NO_THROW(check_model_name(f.ctx, "m"));
+  EXPECT_NO_THROW(check_model_name(f.ctx, ""));
+}
