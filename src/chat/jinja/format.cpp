@@ -310,7 +310,9 @@ Value str_format(const Value& fmt_value, CallArgs& args) {
       v = args.positional[k];
     } else if (std::all_of(first.begin(), first.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
       manual = true;
-      size_t k = static_cast<size_t>(std::stoul(first));
+      auto index = pystr::parse_int(first, 10);
+      if (!index) raise_error("IndexError", "Replacement index {} out of range for positional args tuple", first);
+      size_t k = static_cast<size_t>(*index);
       if (k >= args.positional.size()) raise_error("IndexError", "Replacement index {} out of range for positional args tuple", k);
       v = args.positional[k];
     } else {
@@ -379,6 +381,7 @@ Value str_format(const Value& fmt_value, CallArgs& args) {
       for (size_t k = 0; k < spec.size(); ++k) {
         if (spec[k] == '{') {
           size_t close = spec.find('}', k);
+          if (close == std::string::npos) value_error("unmatched '{{' in format spec");
           expanded += to_str(lookup_field(spec.substr(k + 1, close - k - 1)));
           k = close;
         } else {

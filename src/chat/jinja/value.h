@@ -26,6 +26,72 @@ enum class Kind : uint8_t { undefined, none, boolean, integer, floating, string,
 // equals a tuple) and what len()/indexing allow (a generator has no len and is consumed by one iteration).
 enum class ListFlavor : uint8_t { list, tuple, range, dict_keys, dict_values, dict_items, generator };
 
+struct ListData;
+class Dict;
+struct CallArgs;
+struct Callable;
+class Object;
+struct UndefinedData;
+
+class Value {
+ public:
+  Value() : v_(Undef{}) {}
+  static Value undefined(std::string message, bool security = false);
+  static Value none() { return Value(Rep(nullptr)); }
+  static Value boolean(bool b) { return Value(Rep(b)); }
+  static Value integer(int64_t i) { return Value(Rep(i)); }
+  static Value floating(double d) { return Value(Rep(d)); }
+  static Value string(std::string s, bool markup = false);  // charged to the render budget
+  static Value list(std::vector<Value> items, ListFlavor flavor = ListFlavor::list);
+  static Value range(int64_t start, int64_t stop, int64_t step);
+  static Value dict(Dict d);
+  static Value callable(std::string name, std::function<Value(Interpreter&, CallArgs&)> fn, bool is_macro = false);
+  static Value object(std::shared_ptr<Object> obj) { return Value(Rep(std::move(obj))); }
+
+  Kind kind() const { return static_cast<Kind>(v_.index()); }
+  bool is_undefined() const { return kind() == Kind::undefined; }
+  bool is_none() const { return kind() == Kind::none; }
+  bool is_bool() const { return kind() == Kind::boolean; }
+  bool is_int() const { return kind() == Kind::integer; }  // not bool (jinja2's `integer` test)
+  bool is_float() const { return kind() == Kind::floating; }
+  bool is_number() const { return is_bool() || is_int() || is_float(); }  // Python's numbers.Number
+  bool is_string() const { return kind() == Kind::string; }
+  bool is_list() const { return kind() == Kind::list; }
+  bool is_dict() const { return kind() == Kind::dict; }
+  bool is_callable() const { return kind() == Kind::callable; }
+  bool is_object() const { return kind() == Kind::object; }
+  bool is_markup() const { return markup_; }
+
+  bool as_bool() const { return std::get<bool>(v_); }
+  int64_t as_int() const { return std::get<int64_t>(v_); }
+  double as_float() const { return std::get<double>(v_); }
+  // bool and int as a Python int (True == 1); float excluded.
+  int64_t int_value() const { return is_bool() ? (as_bool() ? 1 : 0) : as_int(); }
+  double number_value() const { return is_float() ? as_float() : static_cast<double>(int_value()); }
+  const std::string& str() const { return *std::get<StrPtr>(v_); }
+  const ListData& list_data() const { return *std::get<std::shared_ptr<const ListData>>(v_); }
+  const std::vector<Value>& items() const;  // list-likes
+  ListFlavor flavor() const;
+  const Dict& dict_data() const { return *std::get<std::shared_ptr<const Dict>>(v_); }
+  const Callable& callable_data() const { return *std::get<std::shared_ptr<const Callable>>(v_); }
+  const std::shared_ptr<Object>& object_ptr() const { return std::get<std::shared_ptr<Object>>(v_); }
+  const UndefinedData& undefined_data() const;
+  const void* identity() const;  // the shared object behind a container/object value, for `is sameas`
+
+  int depth() const;  // container nesting depth: 0 for scalars
+
+ private:
+  struct Undef {
+    std::shared_ptr<const UndefinedData> data;
+  };
+  using StrPtr = std::shared_ptr<const std::string>;
+  using Rep = std::variant<Undef, std::nullptr_t, bool, int64_t, double, StrPtr, std::shared_ptr<const ListData>,
+                           std::shared_ptr<const Dict>, std::shared_ptr<const Callable>, std::shared_ptr<Object>>;
+  explicit Value(Rep v, bool markup = false) : v_(std::move(v)), markup_(markup) {}
+  Rep v_;
+  bool markup_ = false;
+};
+
 struct ListData {
   std::vector<Value> items;
   ListFlavor flavor = ListFlavor::list;
@@ -84,64 +150,8 @@ struct UndefinedData {
   bool security = false;     // an unsafe attribute (list.append): using it raises SecurityError instead
 };
 
-class Value {
- public:
-  Value() : v_(Undef{}) {}
-  static Value undefined(std::string message, bool security = false);
-  static Value none() { return Value(Rep(nullptr)); }
-  static Value boolean(bool b) { return Value(Rep(b)); }
-  static Value integer(int64_t i) { return Value(Rep(i)); }
-  static Value floating(double d) { return Value(Rep(d)); }
-  static Value string(std::string s, bool markup = false);  // charged to the render budget
-  static Value list(std::vector<Value> items, ListFlavor flavor = ListFlavor::list);
-  static Value range(int64_t start, int64_t stop, int64_t step);
-  static Value dict(Dict d);
-  static Value callable(std::string name, std::function<Value(Interpreter&, CallArgs&)> fn, bool is_macro = false);
-  static Value object(std::shared_ptr<Object> obj) { return Value(Rep(std::move(obj))); }
-
-  Kind kind() const { return static_cast<Kind>(v_.index()); }
-  bool is_undefined() const { return kind() == Kind::undefined; }
-  bool is_none() const { return kind() == Kind::none; }
-  bool is_bool() const { return kind() == Kind::boolean; }
-  bool is_int() const { return kind() == Kind::integer; }  // not bool (jinja2's `integer` test)
-  bool is_float() const { return kind() == Kind::floating; }
-  bool is_number() const { return is_bool() || is_int() || is_float(); }  // Python's numbers.Number
-  bool is_string() const { return kind() == Kind::string; }
-  bool is_list() const { return kind() == Kind::list; }
-  bool is_dict() const { return kind() == Kind::dict; }
-  bool is_callable() const { return kind() == Kind::callable; }
-  bool is_object() const { return kind() == Kind::object; }
-  bool is_markup() const { return markup_; }
-
-  bool as_bool() const { return std::get<bool>(v_); }
-  int64_t as_int() const { return std::get<int64_t>(v_); }
-  double as_float() const { return std::get<double>(v_); }
-  // bool and int as a Python int (True == 1); float excluded.
-  int64_t int_value() const { return is_bool() ? (as_bool() ? 1 : 0) : as_int(); }
-  double number_value() const { return is_float() ? as_float() : static_cast<double>(int_value()); }
-  const std::string& str() const { return *std::get<StrPtr>(v_); }
-  const ListData& list_data() const { return *std::get<std::shared_ptr<const ListData>>(v_); }
-  const std::vector<Value>& items() const { return list_data().items; }
-  ListFlavor flavor() const { return list_data().flavor; }
-  const Dict& dict_data() const { return *std::get<std::shared_ptr<const Dict>>(v_); }
-  const Callable& callable_data() const { return *std::get<std::shared_ptr<const Callable>>(v_); }
-  const std::shared_ptr<Object>& object_ptr() const { return std::get<std::shared_ptr<Object>>(v_); }
-  const UndefinedData& undefined_data() const;
-  const void* identity() const;  // the shared object behind a container/object value, for `is sameas`
-
-  int depth() const;  // container nesting depth: 0 for scalars
-
- private:
-  struct Undef {
-    std::shared_ptr<const UndefinedData> data;
-  };
-  using StrPtr = std::shared_ptr<const std::string>;
-  using Rep = std::variant<Undef, std::nullptr_t, bool, int64_t, double, StrPtr, std::shared_ptr<const ListData>,
-                           std::shared_ptr<const Dict>, std::shared_ptr<const Callable>, std::shared_ptr<Object>>;
-  explicit Value(Rep v, bool markup = false) : v_(std::move(v)), markup_(markup) {}
-  Rep v_;
-  bool markup_ = false;
-};
+inline const std::vector<Value>& Value::items() const { return list_data().items; }
+inline ListFlavor Value::flavor() const { return list_data().flavor; }
 
 // Python's bool(x): empty containers, 0, 0.0, None, "" and Undefined are false. A generator is always true.
 bool truthy(const Value& v);
