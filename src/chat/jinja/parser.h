@@ -13,6 +13,9 @@ namespace keel::chat::jinja {
 // `if`) with the line.
 ast::Template parse(std::string_view source, const LexerOptions& options);
 
+// jinja2's compile-time errors and each macro's special names (checks.cpp).
+void check_template(ast::Template& tmpl);
+
 // Fills in each frame's UndefinedAtStart (scopes.cpp).
 void analyze_scopes(ast::Template& tmpl);
 
