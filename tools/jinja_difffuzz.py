@@ -29,7 +29,8 @@ sys.path.insert(0, os.path.join(HERE, "..", "tests", "chat", "oracle"))
 import jinja_oracle  # noqa: E402
 
 WORDS = ["a", "b", "hello", "World", "x y", " pad ", "Ünï", "日本", "😀", "a,b,c", "it's", 'say "hi"', "back\\slash",
-         "line\nbreak", "tab\there", "", "UPPER", "lower", "MiXeD cAsE", "42", "3.5", "-7", "  "]
+         "line\nbreak", "tab\there", "", "UPPER", "lower", "MiXeD cAsE", "42", "3.5", "-7", "  ", "\u00a0nbsp\u3000",
+         "cr\r\nlf", "<b>&amp;</b>", "{{ not a tag }}", "ÉCOLE ß", "\x0bvt\x0c", "1_000", " 12 ", "0x1F"]
 KEYS = ["k", "name", "role", "content", "items", "value", "n"]
 NAMES = ["a", "b", "s", "t", "n", "f", "lst", "nums", "words", "dct", "msgs", "flag", "none_v", "undef"]
 
@@ -243,7 +244,8 @@ class Gen:
 
     # ---- statements ----
     def ws(self):
-        return self.choice(["", "", " ", "\n", "  ", "\t", "\n  ", " \n", "\n\n", "\n    "])
+        return self.choice(["", "", " ", "\n", "  ", "\t", "\n  ", " \n", "\n\n", "\n    ", "\r\n", "\r\n  ",
+                            "\u3000", "\n\x0b ", " \n\n  "])
 
     def open_tag(self):
         return "{%" + self.choice(["", "", "", "-", "+"]) + " "

@@ -73,9 +73,47 @@ bool append_special_upper(std::string& out, uint32_t cp) {
   }
 }
 
+// Title-case forms (str.title, str.capitalize) that are more than one code point.
+bool append_special_title(std::string& out, uint32_t cp) {
+  switch (cp) {
+    case 0xDF: out += "Ss"; return true;
+    case 0xFB00: out += "Ff"; return true;
+    case 0xFB01: out += "Fi"; return true;
+    case 0xFB02: out += "Fl"; return true;
+    case 0xFB03: out += "Ffi"; return true;
+    case 0xFB04: out += "Ffl"; return true;
+    case 0xFB05: case 0xFB06: out += "St"; return true;
+    default: return false;
+  }
+}
+
+// CPython's lower() special cases: İ becomes i + combining dot; a capital sigma that ends a word (a cased letter
+// before it, none after) becomes the final form ς.
+bool append_special_lower(std::string& out, const std::vector<uint32_t>& cps, size_t i) {
+  uint32_t cp = cps[i];
+  if (cp == 0x130) {
+    out += "i\xcc\x87";
+    return true;
+  }
+  if (cp == 0x3A3) {
+    bool before = i > 0 && is_cased(cps[i - 1]);
+    bool after = i + 1 < cps.size() && is_cased(cps[i + 1]);
+    append_utf8(out, before && !after ? 0x3C2 : 0x3C3);
+    return true;
+  }
+  return false;
+}
+
 std::string map_each(std::string_view s, int mode) {
   std::string out;
   out.reserve(s.size());
+  if (mode == 0 && !is_ascii(s)) {
+    auto cps = decode(s);
+    for (size_t i = 0; i < cps.size(); ++i) {
+      if (!append_special_lower(out, cps, i)) append_utf8(out, map_case(cps[i], 0));
+    }
+    return out;
+  }
   for (size_t pos = 0; pos < s.size();) {
     size_t n = cp_len(s, pos);
     uint32_t cp = cp_at(s, pos, n);
@@ -392,7 +430,7 @@ std::string title(std::string_view s) {
       out += s[pos];
     } else if (previous_cased) {
       append_utf8(out, map_case(cp, 0));
-    } else {
+    } else if (!append_special_title(out, cp)) {
       append_utf8(out, map_case(cp, 2));
     }
     previous_cased = is_cased(cp);
@@ -408,7 +446,7 @@ std::string capitalize(std::string_view s) {
   uint32_t cp = cp_at(s, 0, n);
   if (n == 1 && cp >= 0x80) {
     out += s[0];
-  } else if (!append_special_upper(out, cp)) {
+  } else if (!append_special_title(out, cp)) {
     append_utf8(out, map_case(cp, 2));
   }
   return out + lower(s.substr(n));
