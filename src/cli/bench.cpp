@@ -2,13 +2,17 @@
 //            [--memory-limit X] [-t N] [--seed S] [--json FILE] [--plot FILE.png]
 // For each prompt length: a fresh sequence prefilled through the Scheduler (the server's path), then N decode
 // tokens. One row per length: prefill and decode tokens/s, and memory as the pool and the kernel see it:
-//   loaded     the pool's bytes before the row (weights: reserved when mmap'd, allocated when random; f32
-//   copies) peak       the pool's high-water mark over the prefill steps process    the process's VmHWM over
-//   the prefill (reset at the row's start) state      the sequence's persistent state (KV for its capacity,
-//   SSM/conv states) transient  peak − loaded − state: what the steps themselves used planned    the largest
-//   transient the scheduler planned for a prefill step (Model::step_transient_bytes)
+//   loaded      the pool's bytes before the row (weights: reserved when mmap'd, allocated when random)
+//   peak        the pool's high-water mark over the prefill steps
+//   VmHWM       the process's peak resident set over the prefill (reset at the row's start, after
+//               malloc_trim gave freed heap back to the kernel)
+//   state       the sequence's persistent state (KV for its capacity, SSM/conv states)
+//   transient   peak − loaded − state: what the steps themselves used
+//   planned     the largest transient the scheduler planned for a prefill step (Model::step_transient_bytes)
+//   VmHWM tr.   VmHWM − VmRSS at the row's start − state: the transient as the kernel saw it
 // --random-weights needs only config.json (models/random_weights.h).
 #include <fmt/format.h>
+#include <malloc.h>
 
 #include <algorithm>
 #include <chrono>
@@ -57,6 +61,7 @@ struct Row {
   int64_t prefill_steps = 0, shrunk_steps = 0, failed_steps = 0, plan_exceeded = 0;
   std::string error;  // the row's refusal or failure; the numbers are then partial
   int64_t transient() const { return peak - loaded - state; }
+  int64_t process_transient() const { return process_peak - process_before - state; }
 };
 
 class ArgmaxChooser final : public TokenChooser {
@@ -113,6 +118,7 @@ Row bench_one(Model& model, MemoryPool& pool, const BenchArgs& a, int64_t L) {
   req.sink = sink;
   row.state = model.state_bytes(L, L + a.gen + 1);
 
+  malloc_trim(0);
   reset_process_peak_rss();
   row.process_before = process_rss();
   const Clock::time_point start = Clock::now();
@@ -161,6 +167,7 @@ nlohmann::json row_json(const Row& r) {
                       {"peak_bytes", r.peak},
                       {"process_peak_bytes", r.process_peak},
                       {"process_rss_before_bytes", r.process_before},
+                      {"process_transient_bytes", r.process_transient()},
                       {"state_bytes", r.state},
                       {"transient_bytes", r.transient()},
                       {"planned_transient_bytes", r.planned},
@@ -178,18 +185,19 @@ std::string mib(int64_t bytes) {
 }
 
 void print_table(const std::vector<Row>& rows) {
-  fmt::print("{:>8} {:>11} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6}\n", "prompt", "prefill t/s",
-             "decode t/s", "loaded", "peak", "VmHWM", "state", "transient", "planned", "steps");
-  fmt::print("{:>8} {:>11} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6}\n", "tokens", "", "", "MiB",
-             "MiB", "MiB", "MiB", "MiB", "MiB", "");
+  const char* head = "{:>8} {:>11} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6}\n";
+  fmt::print(fmt::runtime(head), "prompt", "prefill t/s", "decode t/s", "loaded", "peak", "VmHWM", "state",
+             "transient", "planned", "VmHWM tr.", "steps");
+  fmt::print(fmt::runtime(head), "tokens", "", "", "MiB", "MiB", "MiB", "MiB", "MiB", "MiB", "MiB", "");
   for (const Row& r : rows) {
     if (r.prefill_steps == 0 && !r.error.empty()) {
       fmt::print("{:>8} refused: {}\n", r.prompt_tokens, r.error);
       continue;
     }
-    fmt::print("{:>8} {:>11.1f} {:>10.2f} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6}\n", r.prompt_tokens,
-               r.prefill_tok_s, r.decode_tok_s, mib(r.loaded), mib(r.peak), mib(r.process_peak), mib(r.state),
-               mib(r.transient()), mib(r.planned), r.prefill_steps);
+    fmt::print("{:>8} {:>11.1f} {:>10.2f} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6}\n",
+               r.prompt_tokens, r.prefill_tok_s, r.decode_tok_s, mib(r.loaded), mib(r.peak),
+               mib(r.process_peak), mib(r.state), mib(r.transient()), mib(r.planned),
+               mib(r.process_transient()), r.prefill_steps);
     if (!r.error.empty()) fmt::print("{:>8} error: {}\n", "", r.error);
   }
   const Row* lo = nullptr;
@@ -240,6 +248,10 @@ void bench(const BenchArgs& a) {
 
   std::vector<Row> rows;
   for (int64_t L : a.prompt_lengths) {
+    if (model.context_limit() > 0 && L + a.gen + 1 > model.context_limit())
+      fmt::print(stderr,
+                 "keel bench: note: {} tokens is past the model's {} positions (memory is still measured)\n",
+                 L + a.gen + 1, model.context_limit());
     rows.push_back(bench_one(model, pool, a, L));
     const Row& r = rows.back();
     fmt::print(stderr, "keel bench: {} tokens: prefill {:.1f} tok/s, peak {}, transient {} (planned {}){}\n",

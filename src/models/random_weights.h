@@ -3,10 +3,9 @@
 // against WeightStore::on_demand: each tensor it asks for is allocated from the backend's pool (so the pool's
 // in_use after building is the weights' real bytes) and filled in place, in the config's dtype, with values
 // that keep activations bounded:
-//   1-D tensors named *norm*           1 (RMSNorm weights)
-//   other 1-D tensors                  uniform in [−0.5, 0.5) (biases, A_log, D, dt_bias, router bias)
-//   [..., in] tensors                  uniform in [−a, a), a = √(3 / in): unit variance out for unit variance
-//   in
+//   1-D tensors named *norm*   1 (RMSNorm weights)
+//   other 1-D tensors          uniform in [−0.5, 0.5) (biases, A_log, D, dt_bias, router bias)
+//   [..., in] tensors          uniform in [−a, a), a = √(3 / in): unit variance out for unit variance in
 // Each value is a hash of (seed, tensor name, element index): the same for any thread count or binding order.
 #pragma once
 #include <cstdint>

@@ -1,16 +1,14 @@
 // specs/memory.md promise 3 on the fixtures' real weights: nothing kills the process, and pressure never
-// changes an answer. The oracle for every output is the same prompt prefilled in one shot with no memory
-// limit.
-//  - A sweep of limits too tight for a long prompt: each request is refused up front with the numbers, or
-//  served
-//    (with smaller steps) with the one-shot's tokens and logits.
-//  - Several sequences under a tight limit (the scheduler picks chunks, defers, preempts): each one's output
-//  is its
-//    one-shot output.
+// changes an answer. The oracle for every output is the same prompt prefilled in one shot with no limit.
+//  - Limits too tight for a long prompt: each request is refused up front with the numbers, or served (with
+//    smaller steps) with the one-shot's tokens and logits.
+//  - Several sequences under a tight limit (the scheduler picks chunks, defers): each gets its one-shot
+//    output.
 //  - The N-th allocation refused, for every N over a short request and sampled N over a long one: each run
-//  ends with
-//    the unfailed run's tokens or a clean out_of_memory error, and the pool is back at its baseline (+ the
-//    prompt cache) when the scheduler is idle.
+//    ends with the unfailed run's tokens or a clean out_of_memory error, and the pool is back at its baseline
+//    (+ the prompt cache) when the scheduler is idle.
+//  - Allocations refused on every step, or by storage that runs out before the pool's limit: the request ends
+//    with a retryable error in a bounded number of steps (or is served), and the scheduler goes on.
 #include <cstdio>
 
 #include "memory_test_util.h"
