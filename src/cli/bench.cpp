@@ -343,7 +343,8 @@ void add_bench_command(CLI::App& app) {
       throw_error(ErrorCode::out_of_memory,
                   "bench: the system refused memory (std::bad_alloc) outside the pool");
     } catch (const std::system_error& e) {
-      throw_error(ErrorCode::out_of_memory, "bench: the system refused a resource: {}", e.what());
+      throw_error(ErrorCode::out_of_memory, "bench: the system refused a thread or memory (a hard limit?): {}",
+                  e.what());
     }
   });
 }
