@@ -1,8 +1,8 @@
-// Under a real limit, where allocations truly fail (the kernel refuses them, not the pool): `keel bench` runs as
-// a child under `prlimit --as=…` (util-linux) with a --memory-limit far above it, so the pool believes it has
-// room. Address-space limits from where keel's own main is reached up to where it runs without a hitch: every
-// run ends by exit (0: served, reclaiming by smaller steps where needed; 1: refused with a message naming the
-// memory) — never by a signal (SIGSEGV, SIGABRT, the OOM killer's SIGKILL) and never by hanging.
+// Under a real limit, where allocations truly fail (the kernel refuses them, not the pool): `keel bench` runs
+// as a child under `prlimit --as=…` (util-linux) with a --memory-limit far above it, so the pool believes it
+// has room. Address-space limits from where keel's own main is reached up to where it runs without a hitch:
+// every run ends by exit (0: served, reclaiming by smaller steps where needed; 1: refused with a message
+// naming the memory) — never by a signal (SIGSEGV, SIGABRT, the OOM killer's SIGKILL) and never by hanging.
 // Needs the keel binary beside the tests (the `keel` target).
 #include <fcntl.h>
 #include <sys/wait.h>
@@ -23,11 +23,11 @@ namespace keel::testing {
 namespace {
 
 struct ChildResult {
-  bool exited = false;   // by exit(), not a signal
-  int code = -1;         // exit status when exited
-  int signal = 0;        // the signal when not exited
+  bool exited = false;  // by exit(), not a signal
+  int code = -1;        // exit status when exited
+  int signal = 0;       // the signal when not exited
   bool timed_out = false;
-  std::string output;    // stdout and stderr
+  std::string output;  // stdout and stderr
 };
 
 ChildResult run_child(const std::vector<std::string>& argv, const std::string& log_path, int timeout_s) {
@@ -85,8 +85,8 @@ TEST(MemoryRlimit, BenchUnderAddressSpaceLimitsExitsCleanlyNeverBySignal) {
     if (as_bytes > 0) argv = {prlimit, "--as=" + std::to_string(as_bytes)};
     for (const char* a : {"bench", "-m"}) argv.push_back(a);
     argv.push_back(dir.path());
-    for (const char* a : {"--random-weights", "--prompt-lengths", "16384", "--prefill-chunk-size", "16384", "--gen",
-                          "2", "-t", "2", "--memory-limit", "100GiB"})
+    for (const char* a : {"--random-weights", "--prompt-lengths", "16384", "--prefill-chunk-size", "16384",
+                          "--gen", "2", "-t", "2", "--memory-limit", "100GiB"})
       argv.push_back(a);
     argv.insert(argv.begin() + (as_bytes > 0 ? 2 : 0), keel);
     return run_child(argv, dir.file("log.txt"), 120);
@@ -102,7 +102,8 @@ TEST(MemoryRlimit, BenchUnderAddressSpaceLimitsExitsCleanlyNeverBySignal) {
     SCOPED_TRACE("--as=" + std::to_string(mb) + "MiB:\n" + r.output);
     ASSERT_FALSE(r.timed_out) << "no end within 120 s";
     ASSERT_TRUE(r.exited) << "killed by signal " << r.signal;
-    if (!reached_main && r.code == 127) {  // the dynamic loader could not map keel's libraries: below keel's reach
+    if (!reached_main &&
+        r.code == 127) {  // the dynamic loader could not map keel's libraries: below keel's reach
       EXPECT_NE(r.output.find("shared libraries"), std::string::npos);
       continue;
     }
@@ -112,7 +113,8 @@ TEST(MemoryRlimit, BenchUnderAddressSpaceLimitsExitsCleanlyNeverBySignal) {
     if (r.code == 1) {
       ++refused;
       EXPECT_NE(r.output.find("keel: error:"), std::string::npos);
-      EXPECT_TRUE(r.output.find("memory") != std::string::npos || r.output.find("refused") != std::string::npos);
+      EXPECT_TRUE(r.output.find("memory") != std::string::npos ||
+                  r.output.find("refused") != std::string::npos);
     } else {
       ASSERT_EQ(r.code, 0);
       reclaimed += retried ? 1 : 0;
