@@ -65,6 +65,14 @@ TEST(JinjaLimits, BigStringsAndOutputsStop) {
   small.limits.max_output_bytes = 1 << 20;
   EXPECT_EQ(error_type("{% for i in range(100000) %}{{ 'x' * 100 }}{% endfor %}", Json::object(), small), "LimitError");
   EXPECT_EQ(error_type("{{ [1] * 100000 * 100000 }}"), "LimitError");
+  // Widths and counts from the template are checked before anything is built.
+  for (const char* source : {"{{ 'a'.center(1000000000) }}", "{{ 'a'|center(1000000000) }}", "{{ '7'.zfill(1000000000) }}",
+                             "{{ ('a' * 1000000).replace('a', 'b' * 1000) }}", "{{ ('a' * 1000000)|replace('a', 'b' * 1000) }}",
+                             "{{ ('x' * 60000000).join(['a'] * 100) }}", "{{ [1]|batch(1000000000000, 0)|list }}",
+                             "{{ [1]|slice(1000000000000)|list }}", "{{ 'a\nb'|indent(1000000000) }}",
+                             "{{ [1]|tojson(indent=1000000000) }}"}) {
+    EXPECT_EQ(error_type(source), "LimitError") << source;
+  }
   EXPECT_EQ(error_type("{{ range(1000000) }}"), "OverflowError");  // jinja2's sandbox refuses it too
 }
 

@@ -36,6 +36,16 @@ class RenderBudget {
 
 RenderBudget* current_budget();
 
+// Checks, before building it, a string of `bytes` (or a list of `items`) against this thread's render budget.
+inline void check_result_size(size_t bytes) {
+  if (auto* b = current_budget()) b->check_string(bytes);
+}
+inline void check_result_items(size_t items) {
+  if (auto* b = current_budget()) b->check_list(items);
+}
+// A width or count from the template, as a size to check (negative: 0).
+inline size_t as_size(int64_t n) { return n < 0 ? 0 : static_cast<size_t>(n); }
+
 // Installs `budget` for this thread for the scope's lifetime (restoring the previous one after).
 class BudgetScope {
  public:

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <utility>
 
+#include "chat/jinja/budget.h"
 #include "chat/jinja/builtins.h"
 #include "chat/jinja/errors.h"
 #include "chat/jinja/json.h"
@@ -97,12 +98,16 @@ Value f_replace(Interpreter&, const Value& v, Args& a) {
   if (!r.has(0) || !r.has(1)) type_error("do_replace() missing required arguments 'old' and 'new'");
   int64_t count = -1;
   if (const Value* c = r.get(2); c && !c->is_none()) count = int_arg(*c, "count");
-  return Value::string(pystr::replace(to_str(v), to_str(*r.get(0)), to_str(*r.get(1)), count));
+  std::string s = to_str(v), old = to_str(*r.get(0)), repl = to_str(*r.get(1));
+  check_result_size(pystr::replaced_size(s, old, repl, count));
+  return Value::string(pystr::replace(s, old, repl, count));
 }
 Value f_center(Interpreter&, const Value& v, Args& a) {
   ArgReader r(a, "do_center", {"width"});
   Value s = soft_str(v);
-  return string_like(s, pystr::center(s.str(), int_arg(r.get_or(0, Value::integer(80)), "width"), ' '));
+  int64_t width = int_arg(r.get_or(0, Value::integer(80)), "width");
+  check_result_size(as_size(width));
+  return string_like(s, pystr::center(s.str(), width, ' '));
 }
 Value f_indent(Interpreter&, const Value& v, Args& a) {
   ArgReader r(a, "do_indent", {"width", "first", "blank"});
@@ -111,7 +116,8 @@ Value f_indent(Interpreter&, const Value& v, Args& a) {
   if (width.is_string()) {
     indention = width.str();
   } else if (width.is_int() || width.is_bool()) {
-    indention = std::string(static_cast<size_t>(std::max<int64_t>(0, width.int_value())), ' ');
+    check_result_size(as_size(width.int_value()));
+    indention = std::string(as_size(width.int_value()), ' ');
   } else {
     type_error("can't multiply sequence by non-int of type '{}'", type_name(width));
   }
@@ -120,6 +126,7 @@ Value f_indent(Interpreter&, const Value& v, Args& a) {
   // `s += "\n"` in jinja2: a non-string input fails as Python's + does.
   Value s = arithmetic(ast::BinaryOp::add, v, Value::string("\n"));
   auto lines = pystr::splitlines(s.str(), false);
+  check_result_size(s.str().size() + (lines.size() + 1) * indention.size());
   std::string rv;
   if (blank) {
     for (size_t i = 0; i < lines.size(); ++i) rv += (i ? "\n" + indention : "") + lines[i];
@@ -456,6 +463,7 @@ Value f_batch(Interpreter&, const Value& v, Args& a) {
   }
   if (!tmp.empty()) {
     if (!fill.is_none()) {
+      check_result_items(as_size(n));
       while (static_cast<int64_t>(tmp.size()) < n) tmp.push_back(fill);
     }
     out.push_back(Value::list(std::move(tmp)));
@@ -474,6 +482,7 @@ Value f_slice(Interpreter&, const Value& v, Args& a) {
   if (per < 0 || extra < 0) {  // Python floors; a negative slice count gives no slices
     return generator({});
   }
+  check_result_items(as_size(slices));
   std::vector<Value> out;
   for (int64_t n = 0; n < slices; ++n) {
     int64_t start = offset + n * per;
@@ -602,7 +611,8 @@ Value f_tojson(Interpreter&, const Value& v, Args& a) {
   if (indent.is_string()) {
     o.indent = indent.str();
   } else if (indent.is_int() || indent.is_bool()) {
-    o.indent = std::string(static_cast<size_t>(std::max<int64_t>(0, indent.int_value())), ' ');
+    check_result_size(as_size(indent.int_value()));
+    o.indent = std::string(as_size(indent.int_value()), ' ');
   } else if (!indent.is_none()) {
     type_error("can't multiply sequence by non-int of type '{}'", type_name(indent));
   }

@@ -8,6 +8,7 @@
 #include <array>
 #include <string_view>
 
+#include "chat/jinja/budget.h"
 #include "chat/jinja/builtins.h"
 #include "chat/jinja/errors.h"
 #include "chat/jinja/ops.h"
@@ -104,6 +105,7 @@ Value str_method(const Value& self, CallArgs& args, std::string_view name) {
       for (const auto& item : iterate(*r.get(0))) {
         if (i++) out += s;
         out += markup_escape(item).str();
+        if (out.size() > (size_t{1} << 20)) check_result_size(out.size());
       }
       return Value::string(std::move(out), true);
     }
@@ -154,7 +156,10 @@ Value str_method(const Value& self, CallArgs& args, std::string_view name) {
     ArgReader r(args, name, {"old", "new", "count"});
     if (!r.has(0) || !r.has(1)) type_error("replace expected at least 2 arguments, got {}", args.positional.size());
     int64_t count = index_arg(r.get(2)).value_or(-1);
-    return string_like(self, pystr::replace(s, str_arg(*r.get(0), name, 1), str_arg(*r.get(1), name, 2), count));
+    const std::string& old = str_arg(*r.get(0), name, 1);
+    const std::string& repl = str_arg(*r.get(1), name, 2);
+    check_result_size(pystr::replaced_size(s, old, repl, count));
+    return string_like(self, pystr::replace(s, old, repl, count));
   }
   if (name == "find" || name == "rfind" || name == "index" || name == "rindex" || name == "count") {
     ArgReader r(args, name, {"sub", "start", "end"});
@@ -184,6 +189,7 @@ Value str_method(const Value& self, CallArgs& args, std::string_view name) {
       if (!item.is_string()) type_error("sequence item {}: expected str instance, {} found", i, type_name(item));
       if (i++) out += s;
       out += item.str();
+      if (out.size() > (size_t{1} << 20)) check_result_size(out.size());
     }
     return string_like(self, std::move(out));
   }
@@ -191,12 +197,14 @@ Value str_method(const Value& self, CallArgs& args, std::string_view name) {
     ArgReader r(args, name, {"width", "fillchar"});
     int64_t width = width_arg(r.get(0), name);
     uint32_t fill = fill_char(r.get(1));
+    check_result_size(as_size(width) * 4);
     if (name == "center") return string_like(self, pystr::center(s, width, fill));
     return string_like(self, pystr::ljust(s, width, fill, name == "rjust"));
   }
   if (name == "zfill") {
     ArgReader r(args, name, {"width"});
     int64_t width = width_arg(r.get(0), name);
+    check_result_size(as_size(width));
     auto len = static_cast<int64_t>(pystr::length(s));
     if (width <= len) return self;
     std::string pad(static_cast<size_t>(width - len), '0');

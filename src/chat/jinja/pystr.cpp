@@ -381,6 +381,15 @@ std::string replace(std::string_view s, std::string_view old, std::string_view r
   return out;
 }
 
+size_t replaced_size(std::string_view s, std::string_view old, std::string_view repl, int64_t count) {
+  size_t hits = old.empty() ? length(s) + 1 : 0;
+  if (!old.empty()) {
+    for (size_t pos = s.find(old); pos != std::string_view::npos; pos = s.find(old, pos + old.size())) ++hits;
+  }
+  if (count >= 0) hits = std::min(hits, static_cast<size_t>(count));
+  return s.size() - hits * old.size() + hits * repl.size();
+}
+
 int64_t find(std::string_view s, std::string_view sub, std::optional<int64_t> start, std::optional<int64_t> end,
              bool reverse) {
   int64_t len = static_cast<int64_t>(length(s));

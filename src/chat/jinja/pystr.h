@@ -31,6 +31,8 @@ std::vector<std::string> split(std::string_view s, const std::optional<std::stri
 std::vector<std::string> rsplit(std::string_view s, const std::optional<std::string>& sep, int64_t maxsplit);
 std::vector<std::string> splitlines(std::string_view s, bool keepends);
 std::string replace(std::string_view s, std::string_view old, std::string_view repl, int64_t count);
+// The size in bytes replace() would return, without building it.
+size_t replaced_size(std::string_view s, std::string_view old, std::string_view repl, int64_t count);
 // str.find / str.rfind / str.count over code points, with Python's start/end clamping.
 int64_t find(std::string_view s, std::string_view sub, std::optional<int64_t> start, std::optional<int64_t> end,
              bool reverse);
