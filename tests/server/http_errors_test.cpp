@@ -165,11 +165,12 @@ TEST(HttpErrors, OutOfMemoryBeforeHeadersIs503WithRetryAfter) {
 
 TEST(HttpErrors, FailureAfterHeadersIsAnSseErrorEventThenTheEnd) {
   InProcessServer srv;
-  srv.model().fail_from = srv.model().calls + 3;  // the prefill and two decode steps succeed, then every step fails
+  // A long generation; once its headers are here, every later step fails.
   RawHttp c(srv.port());
-  c.send("POST", "/v1/chat/completions", chat_body(R"("max_tokens": 50, "stream": true)"));
+  c.send("POST", "/v1/chat/completions", chat_body(R"("max_tokens": 1000, "stream": true)"));
   ASSERT_TRUE(c.read_headers());
   EXPECT_EQ(c.status, 200);
+  srv.model().fail_from = srv.model().calls.load();
   std::string body = c.read_body();
   EXPECT_TRUE(c.body_done()) << "the stream ended properly (chunked terminator), not a dropped connection";
   std::vector<std::string> events = sse_data(body);
@@ -180,10 +181,12 @@ TEST(HttpErrors, FailureAfterHeadersIsAnSseErrorEventThenTheEnd) {
   EXPECT_EQ(body.find("[DONE]"), std::string::npos);
 
   // Not streaming: the body that follows the keep-alive whitespace is the error object.
-  srv.model().fail_from = srv.model().calls + 3;
+  srv.model().fail_from = -1;
   RawHttp j(srv.port());
-  j.send("POST", "/v1/chat/completions", chat_body(R"("max_tokens": 50)"));
+  j.send("POST", "/v1/chat/completions", chat_body(R"("max_tokens": 1000)"));
   ASSERT_TRUE(j.read_headers());
+  EXPECT_EQ(j.status, 200);
+  srv.model().fail_from = srv.model().calls.load();
   server::Json err = server::Json::parse(j.read_body());
   EXPECT_EQ(err["error"]["code"], "insufficient_memory") << err;
   srv.model().fail_from = -1;
