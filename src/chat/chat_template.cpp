@@ -73,8 +73,11 @@ Json normalize_tool_call_arguments(const Json& messages) {
 }
 
 ChatTemplate::ChatTemplate(std::string source, std::string bos_token, std::string eos_token,
-                           std::optional<std::string> tool_use_source)
-    : template_(source), bos_token_(std::move(bos_token)), eos_token_(std::move(eos_token)) {
+                           std::optional<std::string> tool_use_source, Json other_special_tokens)
+    : template_(source),
+      bos_token_(std::move(bos_token)),
+      eos_token_(std::move(eos_token)),
+      other_special_tokens_(std::move(other_special_tokens)) {
   if (tool_use_source) tool_use_template_.emplace(*tool_use_source);
   wants_object_arguments_ = probe_object_arguments();
 }
@@ -91,15 +94,19 @@ ChatTemplate ChatTemplate::from_model_dir(const std::string& dir, const std::str
   }
   std::string bos = special_token(config, "bos_token", config_path);
   std::string eos = special_token(config, "eos_token", config_path);
-  if (!template_file.empty()) return ChatTemplate(read_file(template_file), bos, eos);
+  Json others = Json::object();
+  for (const char* name : {"unk_token", "pad_token", "sep_token", "cls_token", "mask_token"}) {
+    if (config.contains(name) && !config[name].is_null()) others[name] = special_token(config, name, config_path);
+  }
+  if (!template_file.empty()) return ChatTemplate(read_file(template_file), bos, eos, std::nullopt, others);
   std::string jinja_path = (fs::path(dir) / "chat_template.jinja").string();
-  if (fs::exists(jinja_path)) return ChatTemplate(read_file(jinja_path), bos, eos);
+  if (fs::exists(jinja_path)) return ChatTemplate(read_file(jinja_path), bos, eos, std::nullopt, others);
 
   auto it = config.find("chat_template");
   if (it == config.end() || it->is_null()) {
     throw_error(ErrorCode::invalid_file, "{}: no chat_template (and no {})", config_path, jinja_path);
   }
-  if (it->is_string()) return ChatTemplate(it->get<std::string>(), bos, eos);
+  if (it->is_string()) return ChatTemplate(it->get<std::string>(), bos, eos, std::nullopt, others);
   if (!it->is_array()) throw_error(ErrorCode::invalid_file, "{}: chat_template must be a string or a list", config_path);
   std::optional<std::string> default_source, tool_use_source;
   for (const auto& entry : *it) {
@@ -115,7 +122,7 @@ ChatTemplate ChatTemplate::from_model_dir(const std::string& dir, const std::str
   if (!default_source) {
     throw_error(ErrorCode::invalid_file, "{}: the chat_template list has no \"default\" entry", config_path);
   }
-  return ChatTemplate(*default_source, bos, eos, tool_use_source);
+  return ChatTemplate(*default_source, bos, eos, tool_use_source, others);
 }
 
 Json ChatTemplate::context(const ChatInputs& inputs) const {
@@ -126,6 +133,7 @@ Json ChatTemplate::context(const ChatInputs& inputs) const {
   ctx["add_generation_prompt"] = inputs.add_generation_prompt;
   ctx["bos_token"] = bos_token_;
   ctx["eos_token"] = eos_token_;
+  for (const auto& [k, v] : other_special_tokens_.items()) ctx[k] = v;
   if (inputs.extra.is_object()) {
     for (const auto& [k, v] : inputs.extra.items()) ctx[k] = v;
   }
@@ -133,7 +141,7 @@ Json ChatTemplate::context(const ChatInputs& inputs) const {
 }
 
 std::string ChatTemplate::render(const ChatInputs& inputs, const jinja::RenderOptions& options) const {
-  bool tools = inputs.tools.is_array() && !inputs.tools.empty();
+  bool tools = inputs.tools.is_array();  // transformers: `tools is not None`, so an empty list counts
   const jinja::Template& t = tools && tool_use_template_ ? *tool_use_template_ : template_;
   return t.render(context(inputs), options);
 }

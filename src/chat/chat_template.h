@@ -3,11 +3,12 @@
 //
 // Source, first found: a template file given explicitly (`--chat-template FILE`), the model folder's
 // `chat_template.jinja`, then `chat_template` in `tokenizer_config.json` — a string, or a list of
-// {"name", "template"} where "tool_use" is used when tools are given and "default" otherwise (as transformers).
-// bos_token / eos_token come from tokenizer_config.json, as strings or {"content": ...} objects.
+// {"name", "template"} where "tool_use" is used when tools are given (any list, as transformers: `tools is not
+// None`) and "default" otherwise. Special tokens (bos, eos, and unk/pad/sep/cls/mask when set) come from
+// tokenizer_config.json, as strings or {"content": ...} objects.
 //
 // Context, as transformers' apply_chat_template builds it: messages, tools (null when none are given), documents
-// (null unless given), add_generation_prompt, bos_token, eos_token, then the caller's extra keyword arguments
+// (null unless given), add_generation_prompt, the special tokens, then the caller's extra keyword arguments
 // (enable_thinking, reasoning_effort, ...), which may override any of those.
 //
 // Tool-call arguments. The OpenAI API sends `tool_calls[i].function.arguments` as a JSON *string*; templates
@@ -41,7 +42,7 @@ class ChatTemplate {
  public:
   // `tool_use_source`: a second template used when tools are given (the "tool_use" entry of a template list).
   ChatTemplate(std::string source, std::string bos_token, std::string eos_token,
-               std::optional<std::string> tool_use_source = std::nullopt);
+               std::optional<std::string> tool_use_source = std::nullopt, Json other_special_tokens = Json::object());
 
   // From a model folder (needs only tokenizer_config.json, or chat_template.jinja), or with `template_file`
   // overriding the template. Throws Error(invalid_file) naming the file for a missing or malformed source.
@@ -66,6 +67,7 @@ class ChatTemplate {
   jinja::Template template_;
   std::optional<jinja::Template> tool_use_template_;
   std::string bos_token_, eos_token_;
+  Json other_special_tokens_;  // {"pad_token": "...", ...}: only those the config sets
   bool wants_object_arguments_ = false;
 };
 

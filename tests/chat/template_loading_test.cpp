@@ -36,15 +36,19 @@ std::string render(const ChatTemplate& t, Json tools = Json()) {
 
 TEST(TemplateLoading, StringTemplateAndTokenForms) {
   ModelDir dir;
-  Json config = {{"chat_template", "A{{ bos_token }}|{{ eos_token }}|{{ messages[0].content }}"},
+  Json config = {{"chat_template", "A{{ bos_token }}|{{ eos_token }}|{{ messages[0].content }}|{{ pad_token }}|"
+                                   "{{ unk_token is defined }}"},
                  {"bos_token", "<s>"},
-                 {"eos_token", {{"content", "</s>"}, {"lstrip", false}, {"special", true}}}};
+                 {"eos_token", {{"content", "</s>"}, {"lstrip", false}, {"special", true}}},
+                 {"pad_token", {{"content", "<pad>"}}},
+                 {"unk_token", nullptr}};
   dir.write("tokenizer_config.json", config.dump());
   ChatTemplate t = ChatTemplate::from_model_dir(dir.path);
   EXPECT_EQ(t.bos_token(), config["bos_token"].get<std::string>());
   EXPECT_EQ(t.eos_token(), config["eos_token"]["content"].get<std::string>());
   EXPECT_EQ(render(t), "A" + config["bos_token"].get<std::string>() + "|" +
-                           config["eos_token"]["content"].get<std::string>() + "|hi");
+                           config["eos_token"]["content"].get<std::string>() + "|hi|" +
+                           config["pad_token"]["content"].get<std::string>() + "|False");
 }
 
 TEST(TemplateLoading, NamedTemplateListPicksToolUseWithTools) {
@@ -58,7 +62,7 @@ TEST(TemplateLoading, NamedTemplateListPicksToolUseWithTools) {
   ChatTemplate t = ChatTemplate::from_model_dir(dir.path);
   EXPECT_EQ(render(t), "default");
   EXPECT_EQ(render(t, Json::array({Json::object(), Json::object()})), "tools:2");
-  EXPECT_EQ(render(t, Json::array()), "default");  // an empty tools list is no tools
+  EXPECT_EQ(render(t, Json::array()), "tools:0");  // transformers: any tools list, even empty, picks tool_use
   EXPECT_EQ(t.eos_token(), "");
 }
 
