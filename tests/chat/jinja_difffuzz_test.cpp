@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <regex>
 #include <sstream>
 
 #include "chat/jinja/errors.h"
@@ -36,6 +37,10 @@ void replay(uint32_t seed) {
     Json c = Json::parse(line);
     const Json& want = c["expected"];
     ++n;
+    // jinja2 printed a memory address (a bound method, a reversed() iterator): not reproducible, skipped.
+    if (want["ok"].get<bool>() && std::regex_search(want["output"].get<std::string>(), std::regex(" at 0x[0-9a-f]+>"))) {
+      continue;
+    }
     Json got;
     try {
       jinja::Template tmpl(c["template"].get<std::string>());
