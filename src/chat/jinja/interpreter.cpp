@@ -187,7 +187,9 @@ Interpreter::Flow Interpreter::exec(const Stmt& stmt, const FramePtr& frame, std
       const auto& node = static_cast<const SetBlock&>(stmt);
       auto inner = child_frame(frame, node.undefined);
       std::string text;
-      exec_body(node.body, inner, text);
+      // A break/continue in the body leaves the enclosing loop's iteration at once (jinja2 compiles the body
+      // inline): nothing is assigned or printed.
+      if (Flow flow = exec_body(node.body, inner, text); flow != Flow::normal) return flow;
       Value value = Value::string(std::move(text));
       if (node.filter) value = apply_filter_chain(*node.filter, value, inner);
       exec_set(node.target, std::move(value), frame);
@@ -211,7 +213,7 @@ Interpreter::Flow Interpreter::exec(const Stmt& stmt, const FramePtr& frame, std
       const auto& node = static_cast<const FilterBlock&>(stmt);
       auto inner = child_frame(frame, node.undefined);
       std::string text;
-      exec_body(node.body, inner, text);
+      if (Flow flow = exec_body(node.body, inner, text); flow != Flow::normal) return flow;
       append_output(out, to_str(apply_filter_chain(*node.filter, Value::string(std::move(text)), inner)));
       return Flow::normal;
     }
