@@ -254,9 +254,13 @@ void bench(const BenchArgs& a) {
                  L + a.gen + 1, model.context_limit());
     rows.push_back(bench_one(model, pool, a, L));
     const Row& r = rows.back();
-    fmt::print(stderr, "keel bench: {} tokens: prefill {:.1f} tok/s, peak {}, transient {} (planned {}){}\n",
-               L, r.prefill_tok_s, format_bytes(r.peak), format_bytes(r.transient()), format_bytes(r.planned),
-               r.error.empty() ? "" : " — " + r.error);
+    if (r.prefill_steps == 0 && !r.error.empty())
+      fmt::print(stderr, "keel bench: {} tokens: refused: {}\n", L, r.error);
+    else
+      fmt::print(stderr,
+                 "keel bench: {} tokens: prefill {:.1f} tok/s, peak {}, transient {} (planned {}){}\n", L,
+                 r.prefill_tok_s, format_bytes(r.peak), format_bytes(r.transient()), format_bytes(r.planned),
+                 r.error.empty() ? "" : " — " + r.error);
   }
   print_table(rows);
 
@@ -343,8 +347,8 @@ void add_bench_command(CLI::App& app) {
       throw_error(ErrorCode::out_of_memory,
                   "bench: the system refused memory (std::bad_alloc) outside the pool");
     } catch (const std::system_error& e) {
-      throw_error(ErrorCode::out_of_memory, "bench: the system refused a thread or memory (a hard limit?): {}",
-                  e.what());
+      throw_error(ErrorCode::out_of_memory,
+                  "bench: the system refused a thread or memory (a hard limit?): {}", e.what());
     }
   });
 }

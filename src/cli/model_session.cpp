@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "core/sysmem.h"
+#include "engine/scheduler.h"
 
 namespace keel::cli {
 
@@ -26,6 +27,7 @@ ModelSession open_session(const SessionOptions& o, bool need_tokenizer) {
   s.pool = std::make_unique<MemoryPool>("cpu", limit);
   s.be = std::make_unique<CpuBackend>(*s.pool, o.threads);
   s.loaded = models::load_model(o.dir, *s.be);
+  check_startup_memory(s.model(), *s.pool);
   if (std::filesystem::exists(std::filesystem::path(o.dir) / "tokenizer.json")) {
     s.tok = std::make_unique<tokenizer::Tokenizer>(tokenizer::Tokenizer::load(o.dir));
   } else if (need_tokenizer) {

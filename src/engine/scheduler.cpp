@@ -401,6 +401,7 @@ void Scheduler::run_planned(const PlannedStep& plan) {
   const int64_t vocab = model_.vocab_size();
   std::vector<Sequence*> done;
   std::vector<FinishReason> reasons;
+  std::vector<std::pair<Sequence*, Error>> chooser_failed;
   for (size_t i = 0; i < seqs.size(); ++i) {
     Sequence& s = *seqs[i];
     if (s.in_state() > s.best_in_state) {  // progress, not a redo of what a failed step threw away
@@ -418,7 +419,15 @@ void Scheduler::run_planned(const PlannedStep& plan) {
     std::span<const float> r(logits.ptr<float>() + row * vocab, static_cast<size_t>(vocab));
     ++row;
     if (s.cancelled()) continue;
-    GeneratedToken tok = s.request.chooser->choose(r, s.tokens);
+    GeneratedToken tok;
+    try {
+      tok = s.request.chooser->choose(r, s.tokens);
+    } catch (const Error& e) {  // the chooser's own pool tensors (sampling workspace) are outside the step's plan
+      spdlog::warn("choosing a token failed ({}); that request ends", e.what());
+      if (e.code() == ErrorCode::out_of_memory) ++stats_.failed_memory;
+      chooser_failed.emplace_back(&s, e);
+      continue;
+    }
     s.tokens.push_back(tok.id);
     ++s.n_generated;
     bool go_on = s.request.sink ? s.request.sink->on_token(tok) : true;
@@ -447,6 +456,11 @@ void Scheduler::run_planned(const PlannedStep& plan) {
         if (e.code() != ErrorCode::out_of_memory) throw;  // no room for a checkpoint: go on without it
       }
     }
+  }
+  for (auto& [s, e] : chooser_failed) {
+    auto it = std::find_if(running_.begin(), running_.end(), [&](auto& p) { return p.get() == s; });
+    finish(*s, FinishReason::error, &e);
+    running_.erase(it);
   }
   for (size_t i = 0; i < done.size(); ++i) {
     auto it = std::find_if(running_.begin(), running_.end(), [&](auto& p) { return p.get() == done[i]; });

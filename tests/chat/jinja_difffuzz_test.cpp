@@ -2,7 +2,7 @@
 // grammar, rendered by Python's jinja2 now (--emit) and replayed through keel; outputs must be identical, and an
 // error in one must be an error in the other (raise_exception with the same message). One run with a fixed seed,
 // one with a fresh seed printed in the log so a failure can be replayed with
-//   /usr/bin/python3 tools/jinja_difffuzz.py --keel build/keel --seed SEED --count 200
+//   /usr/bin/python3 tools/jinja_difffuzz.py --keel build/keel --seed SEED --count 150
 #include <gtest/gtest.h>
 
 #include <random>
@@ -19,7 +19,7 @@ namespace oracle = keel::chat::test_oracle;
 
 namespace {
 
-constexpr int kCases = 200;
+constexpr int kCases = 150;
 
 void replay(uint32_t seed) {
   std::string path = oracle::scratch_path("jinja_difffuzz");

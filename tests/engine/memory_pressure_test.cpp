@@ -346,5 +346,59 @@ TEST(MemoryPressure, StorageThatRunsOutBeforeThePoolLimitEndsInBoundedSteps) {
   }
 }
 
+// A chooser that allocates from the pool (the sampler does: its candidates are outside the step's plan) and
+// is refused: the error ends that request alone; the others get their one-shot outputs.
+class RefusedChooser final : public TokenChooser {
+ public:
+  explicit RefusedChooser(int refuse_at) : refuse_at_(refuse_at) {}
+  GeneratedToken choose(std::span<const float> logits, std::span<const int32_t>) override {
+    if (++calls_ == refuse_at_)
+      throw_error(ErrorCode::out_of_memory, "cpu: cannot allocate sampling candidates");
+    GeneratedToken t;
+    t.id = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    return t;
+  }
+
+ private:
+  int refuse_at_, calls_ = 0;
+};
+
+TEST(MemoryPressure, ARefusedChooserEndsItsRequestAlone) {
+  for (const std::string& name : model_fixtures()) {
+    SCOPED_TRACE(name);
+    std::unique_ptr<PooledModel> m = fixture_model(name);
+    const int64_t baseline = m->pool->in_use(), gen = 4;
+    const std::vector<int32_t> a = test_prompt(120, m->model().vocab_size(), 1),
+                               b = test_prompt(90, m->model().vocab_size(), 2);
+    const RequestResult want = one_shot(*m, b, gen);
+    SchedulerConfig sc;
+    sc.n_slots = 2;
+    sc.ctx_size = 200;
+    sc.prefill_chunk_size = 64;
+    Scheduler sched(m->model(), *m->pool, sc);
+    std::vector<std::shared_ptr<RecordingSink>> sinks;
+    for (int i = 0; i < 2; ++i) {
+      sinks.push_back(std::make_shared<RecordingSink>());
+      Request r;
+      r.prompt = i == 0 ? a : b;
+      r.max_new_tokens = gen;
+      if (i == 0)
+        r.chooser = std::make_unique<RefusedChooser>(2);
+      else
+        r.chooser = std::make_unique<GreedyChooser>();
+      r.sink = sinks.back();
+      sched.submit(std::move(r));
+    }
+    sched.run_until_idle();
+    EXPECT_EQ(sinks[0]->finishes, 1);
+    EXPECT_EQ(sinks[0]->reason, FinishReason::error);
+    EXPECT_EQ(sinks[0]->error_code, ErrorCode::out_of_memory);
+    EXPECT_EQ(sinks[0]->tokens.size(), 1u);
+    EXPECT_EQ(sinks[1]->reason, FinishReason::length) << sinks[1]->error_message;
+    EXPECT_EQ(sinks[1]->tokens, want.tokens);
+    EXPECT_EQ(m->pool->in_use(), baseline + sched.stats().prompt_cache_bytes);
+  }
+}
+
 }  // namespace
 }  // namespace keel::testing

@@ -4,65 +4,17 @@
 // every run ends by exit (0: served, reclaiming by smaller steps where needed; 1: refused with a message
 // naming the memory) — never by a signal (SIGSEGV, SIGABRT, the OOM killer's SIGKILL) and never by hanging.
 // Needs the keel binary beside the tests (the `keel` target).
-#include <fcntl.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
-#include <thread>
 
 #include "../load/test_files.h"
 #include "memory_test_util.h"
 
 namespace keel::testing {
 namespace {
-
-struct ChildResult {
-  bool exited = false;  // by exit(), not a signal
-  int code = -1;        // exit status when exited
-  int signal = 0;       // the signal when not exited
-  bool timed_out = false;
-  std::string output;  // stdout and stderr
-};
-
-ChildResult run_child(const std::vector<std::string>& argv, const std::string& log_path, int timeout_s) {
-  ChildResult r;
-  const pid_t pid = fork();
-  if (pid == 0) {
-    const int fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    dup2(fd, 1);
-    dup2(fd, 2);
-    std::vector<char*> args;
-    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execv(args[0], args.data());
-    _exit(126);
-  }
-  int status = 0;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
-  while (waitpid(pid, &status, WNOHANG) == 0) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      r.timed_out = true;
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  r.exited = WIFEXITED(status);
-  r.code = r.exited ? WEXITSTATUS(status) : -1;
-  r.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
-  std::ifstream in(log_path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  r.output = ss.str();
-  return r;
-}
 
 TEST(MemoryRlimit, BenchUnderAddressSpaceLimitsExitsCleanlyNeverBySignal) {
   const std::string keel = std::string(KEEL_BINARY_DIR) + "/keel", prlimit = "/usr/bin/prlimit";

@@ -2,6 +2,8 @@
 // smallest step. Checked against what really happens: at a limit of exactly that total, a one-token prompt is
 // served through the Scheduler (so the footprint is enough); one byte less and the check refuses, giving the
 // numbers.
+#include <filesystem>
+
 #include "memory_test_util.h"
 
 namespace keel::testing {
@@ -40,6 +42,39 @@ TEST(MemoryStartup, FootprintServesAOneTokenPromptAndOneByteLessIsRefused) {
         EXPECT_NE(msg.find(format_bytes(n)), std::string::npos) << msg;
       EXPECT_NE(msg.find("--memory-limit"), std::string::npos) << msg;
     }
+  }
+}
+
+// The commands call it: `keel run` and `keel bench` (2 threads, as planned here) refuse to start one byte
+// below the footprint, giving the numbers, and run at it.
+TEST(MemoryStartup, RunAndBenchRefuseToStartBelowTheFootprint) {
+  const std::string keel = std::string(KEEL_BINARY_DIR) + "/keel";
+  ASSERT_TRUE(std::filesystem::exists(keel)) << keel << " is missing: build the keel target first";
+  std::unique_ptr<PooledModel> m = fixture_model("llama");
+  const StartupFootprint f = startup_footprint(m->model(), *m->pool);
+  const std::string log = std::string(KEEL_BINARY_DIR) + "/memory_startup_test.log";
+  for (const char* command : {"run", "bench"}) {
+    SCOPED_TRACE(command);
+    auto launch = [&](int64_t limit) {
+      std::vector<std::string> argv = {
+          keel, command, "-m", fixture_dir("llama"), "-t", "2", "--memory-limit", std::to_string(limit)};
+      for (const char* a : std::string(command) == "run"
+                               ? std::vector<const char*>{"--prompt-ids", "5", "-n", "1"}
+                               : std::vector<const char*>{"--prompt-lengths", "1", "--gen", "0"})
+        argv.push_back(a);
+      return run_child(argv, log, 60);
+    };
+    const ChildResult below = launch(f.total() - 1);
+    ASSERT_TRUE(below.exited) << below.output;
+    EXPECT_EQ(below.code, 1) << below.output;
+    for (const std::string& n :
+         {std::to_string(f.total()), format_bytes(f.loaded), format_bytes(f.state), format_bytes(f.step)})
+      EXPECT_NE(below.output.find(n), std::string::npos) << n << " not in: " << below.output;
+    // keel run's sampler takes vocab × 8 bytes of candidates from the pool outside the step's plan: some
+    // room.
+    const ChildResult at = launch(f.total() + (64 << 10));
+    ASSERT_TRUE(at.exited) << at.output;
+    EXPECT_EQ(at.code, 0) << at.output;
   }
 }
 

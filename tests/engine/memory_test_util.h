@@ -2,13 +2,21 @@
 // or random weights from their configs when a test needs more positions than a fixture states), requests run
 // through the Scheduler, and measurements from the pool and from the kernel (VmHWM).
 #pragma once
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <malloc.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <csignal>
+#include <fstream>
 #include <memory>
+#include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
@@ -194,6 +202,49 @@ inline PrefillMeasure measure_prefill(Model& model, MemoryPool& pool, int64_t L,
   EXPECT_EQ(sched.stats().plan_exceeded, 0);
   EXPECT_EQ(pool.in_use(), m.loaded);
   return m;
+}
+
+// A child process (argv[0] a path), its stdout and stderr into `log_path`; SIGKILL after `timeout_s`.
+struct ChildResult {
+  bool exited = false;  // by exit(), not a signal
+  int code = -1;        // exit status when exited
+  int signal = 0;       // the signal when not exited
+  bool timed_out = false;
+  std::string output;  // stdout and stderr
+};
+
+inline ChildResult run_child(const std::vector<std::string>& argv, const std::string& log_path, int timeout_s) {
+  ChildResult r;
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const int fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    std::vector<char*> args;
+    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    _exit(126);
+  }
+  int status = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  while (waitpid(pid, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      r.timed_out = true;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  r.exited = WIFEXITED(status);
+  r.code = r.exited ? WEXITSTATUS(status) : -1;
+  r.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+  std::ifstream in(log_path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  r.output = ss.str();
+  return r;
 }
 
 }  // namespace keel::testing
