@@ -14,10 +14,17 @@ namespace {
 constexpr const char* kOp = "gated_deltanet";
 }  // namespace
 
-int64_t gated_deltanet_workspace_bytes(int64_t T, int64_t Hv, int64_t Dk, int64_t Dv, int64_t /*chunk_size*/,
-                                       int n_threads) {
+namespace {
+// The kernel's chunk: 0 for the recurrent form.
+int64_t kernel_chunk(const GatedDeltaNetParams& p) {
+  return p.form == GatedDeltaNetForm::chunked ? p.chunk_size : 0;
+}
+}  // namespace
+
+int64_t gated_deltanet_workspace_bytes(int64_t T, int64_t Hv, int64_t Dk, int64_t Dv,
+                                       const GatedDeltaNetParams& p, int n_threads) {
   if (T == 0) return 0;
-  return 4 * 2 * Hv + cpu::gated_deltanet_kernel_workspace_bytes(T, Hv, Dk, Dv, n_threads);
+  return 4 * 2 * Hv + cpu::gated_deltanet_kernel_workspace_bytes(T, Hv, Dk, Dv, kernel_chunk(p), n_threads);
 }
 
 void gated_deltanet(Backend& be, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& a,
@@ -48,7 +55,7 @@ void gated_deltanet(Backend& be, const Tensor& q, const Tensor& k, const Tensor&
     P[Hv + h] = param_at(dt_bias, h);
   }
   cpu::GatedDeltaNetArgs g;
-  g.T = T, g.Hk = Hk, g.Hv = Hv, g.Dk = Dk, g.Dv = Dv;
+  g.T = T, g.Hk = Hk, g.Hv = Hv, g.Dk = Dk, g.Dv = Dv, g.C = kernel_chunk(p);
   g.qk_l2norm = p.qk_l2norm, g.eps = p.l2norm_eps;
   g.q = q.ptr<float>(), g.q_st = stride_floats(kOp, "q", q, 0), g.q_sh = stride_floats(kOp, "q", q, 1);
   g.k = k.ptr<float>(), g.k_st = stride_floats(kOp, "k", k, 0), g.k_sh = stride_floats(kOp, "k", k, 1);

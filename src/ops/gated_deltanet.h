@@ -8,12 +8,16 @@
 //   β = sigmoid(b),  g = −exp(A_log)·softplus(a + dt_bias)
 // then, per value head h with key head h / (Hv/Hk) (consecutive value heads share a key head:
 // repeat_interleave), with state S [Dk, Dv]:  S ← e^g S;  v' = β(v − Sᵀk);  S ← S + k v'ᵀ;  o = Sᵀq.
-// The CPU kernel runs this recurrence token by token at every T (fp32, S rounded to fp32 after each token),
-// so a sequence fed in pieces of any sizes gives the same bits as one call: chunked prefill == one shot ==
-// decode. Not the chunked WY form of numerics.md: that form rounds S only at chunk ends, and on the qwen3_5
-// test models that alone (even with the chunk's arithmetic in float64) moved log-probs by up to 9.7e-5
-// between splits, while its fp32 triangular solve added 5.5e-6·max of error at chunk 64; the recurrence is
-// also faster on CPU (one pass over S per token).
+// Two forms of the same math (GatedDeltaNetForm):
+// - recurrent (what the models run): token by token at every T (fp32, S rounded to fp32 after each token),
+//   so a sequence fed in pieces of any sizes gives the same bits as one call: chunked prefill == one shot ==
+//   decode. On CPU it is also 2–3× faster than the WY form (one pass over S per token).
+// - chunked: the WY form of numerics.md over chunks of chunk_size tokens (chunk-local cumsums of g, the
+//   triangular solve through (I + A), S carried in place and updated once per chunk); T = 1 runs the
+//   recurrence. It rounds S only at chunk ends, so pieces match one call within float rounding, not bitwise
+//   (on the qwen3_5 test models that alone moved log-probs by up to 9.7e-5 between splits), and its fp32
+//   triangular solve adds ~5.5e-6·max of error at chunk 64. Kept as the form GPU backends will use (a chunk's
+//   work is matrix products) and as a second implementation the recurrence is checked against.
 #pragma once
 #include <cstdint>
 
@@ -22,10 +26,13 @@
 
 namespace keel::ops {
 
+enum class GatedDeltaNetForm { recurrent, chunked };
+
 struct GatedDeltaNetParams {
-  int64_t chunk_size = 64;  // the WY form's chunk, for backends that use it (the CPU kernel does not)
+  int64_t chunk_size = 64;  // tokens per chunk of the chunked form (unused by the recurrent one)
   bool qk_l2norm = true;    // use_qk_l2norm_in_kernel
   float l2norm_eps = 1e-6f;
+  GatedDeltaNetForm form = GatedDeltaNetForm::recurrent;
 };
 
 // q, k     [T, Hk, Dk] f32   the conv output's q and k columns (rows contiguous, outer strides free)
@@ -38,10 +45,13 @@ void gated_deltanet(Backend& be, const Tensor& q, const Tensor& k, const Tensor&
                     const Tensor& b, const Tensor& A_log, const Tensor& dt_bias, Tensor& state, Tensor& out,
                     const GatedDeltaNetParams& p);
 
-// Bytes gated_deltanet takes from the pool, exactly: 0 when T = 0, else 4·(2·Hv + workers·(3·Dk + 2·Dv)) with
-// workers = min(n_threads, Hv): the parameter floats and each worker's q, k, next k, Sᵀk and v' rows. The
-// same for every T ≥ 1; chunk_size does not enter it on CPU.
-int64_t gated_deltanet_workspace_bytes(int64_t T, int64_t Hv, int64_t Dk, int64_t Dv, int64_t chunk_size,
-                                       int n_threads);
+// Bytes gated_deltanet takes from the pool, exactly: 0 when T = 0, else 4·(2·Hv + workers·F) with
+// workers = min(n_threads, Hv): the parameter floats and each worker's scratch of F floats:
+//   recurrent, or chunked at T = 1:  F = 3·Dk + 2·Dv   (q, k, next k, Sᵀk and v' rows);
+//   chunked at T > 1, with Ce = min(chunk_size, T), Cp = pad16(Ce):
+//     F = Ce·(3·Dk + Dv + Cp) + 2·Cp + max(Cp, pad16(Dk)) + Dk·Cp   (Q, K, W, U, A, γ, β, a row, Kᵀ).
+// Independent of T once T ≥ chunk_size (recurrent: for every T ≥ 1).
+int64_t gated_deltanet_workspace_bytes(int64_t T, int64_t Hv, int64_t Dk, int64_t Dv,
+                                       const GatedDeltaNetParams& p, int n_threads);
 
 }  // namespace keel::ops

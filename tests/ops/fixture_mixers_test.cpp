@@ -102,26 +102,29 @@ void check_deltanet(const std::string& name) {
   Tensor qk = q.strided_view({L, Hk, Dk}, {q.stride_bytes(0), rep * Dk * 4, 4});
   Tensor kk = k.strided_view({L, Hk, Dk}, {k.stride_bytes(0), rep * Dk * 4, 4});
   std::vector<double> want_o = fx.f("deltanet.core_out"), want_s = fx.f("deltanet.state");
-  for (OpBackend* ob : op_backends()) {
-    SCOPED_TRACE(ob->name);
-    Tensor state = zeros(*ob, {Hv, Dk, Dv}), out = nan_tensor(*ob, {L, Hv, Dv});
-    ops::gated_deltanet(ob->be(), qk, kk, v, a, b, fx.model.get(w + "A_log"), fx.model.get(w + "dt_bias"),
-                        state, out, {});
-    EXPECT_TRUE(all_close(out, want_o, kDeltaAtol * max_abs(want_o), kDeltaRtol));
-    EXPECT_TRUE(all_close(state, want_s, kDeltaAtol * max_abs(want_s), kDeltaRtol));
+  for (OpBackend* ob : op_backends())
+    for (ops::GatedDeltaNetForm form : {ops::GatedDeltaNetForm::recurrent, ops::GatedDeltaNetForm::chunked}) {
+      SCOPED_TRACE(ob->name);
+      SCOPED_TRACE(form == ops::GatedDeltaNetForm::chunked ? "chunked WY form (chunk 64)" : "recurrent form");
+      const ops::GatedDeltaNetParams params{64, true, 1e-6f, form};
+      Tensor state = zeros(*ob, {Hv, Dk, Dv}), out = nan_tensor(*ob, {L, Hv, Dv});
+      ops::gated_deltanet(ob->be(), qk, kk, v, a, b, fx.model.get(w + "A_log"), fx.model.get(w + "dt_bias"),
+                          state, out, params);
+      EXPECT_TRUE(all_close(out, want_o, kDeltaAtol * max_abs(want_o), kDeltaRtol));
+      EXPECT_TRUE(all_close(state, want_s, kDeltaAtol * max_abs(want_s), kDeltaRtol));
 
-    Tensor state2 = zeros(*ob, {Hv, Dk, Dv}), out2 = nan_tensor(*ob, {L, Hv, Dv});
-    int64_t t0 = 0;
-    for (int64_t len : kPieces) {
-      Tensor op = out2.slice(0, t0, len);
-      ops::gated_deltanet(ob->be(), qk.slice(0, t0, len), kk.slice(0, t0, len), v.slice(0, t0, len),
-                          a.slice(0, t0, len), b.slice(0, t0, len), fx.model.get(w + "A_log"),
-                          fx.model.get(w + "dt_bias"), state2, op, {});
-      t0 += len;
+      Tensor state2 = zeros(*ob, {Hv, Dk, Dv}), out2 = nan_tensor(*ob, {L, Hv, Dv});
+      int64_t t0 = 0;
+      for (int64_t len : kPieces) {
+        Tensor op = out2.slice(0, t0, len);
+        ops::gated_deltanet(ob->be(), qk.slice(0, t0, len), kk.slice(0, t0, len), v.slice(0, t0, len),
+                            a.slice(0, t0, len), b.slice(0, t0, len), fx.model.get(w + "A_log"),
+                            fx.model.get(w + "dt_bias"), state2, op, params);
+        t0 += len;
+      }
+      EXPECT_TRUE(all_close(out2, want_o, kDeltaAtol * max_abs(want_o), kDeltaRtol));
+      EXPECT_TRUE(all_close(state2, want_s, kDeltaAtol * max_abs(want_s), kDeltaRtol));
     }
-    EXPECT_TRUE(all_close(out2, want_o, kDeltaAtol * max_abs(want_o), kDeltaRtol));
-    EXPECT_TRUE(all_close(state2, want_s, kDeltaAtol * max_abs(want_s), kDeltaRtol));
-  }
 }
 
 TEST(FixtureGatedDeltaNet, ReproducesQwen3_5) {

@@ -1,5 +1,6 @@
-// ops::gated_deltanet against the float64 token-by-token recurrence (ops/reference/gated_deltanet_ref.h), in
-// pieces vs whole (bitwise), thread-count invariance, and its workspace (measured vs planned, flat in T).
+// ops::gated_deltanet, both forms, against the float64 token-by-token recurrence
+// (ops/reference/gated_deltanet_ref.h): in pieces vs whole (the recurrent form bitwise, the chunked WY form
+// within its tolerance), thread-count invariance, and the workspace (measured vs planned, flat in T).
 #include "ops/gated_deltanet.h"
 
 #include <gtest/gtest.h>
@@ -21,6 +22,13 @@ namespace {
 // more.
 constexpr double kAtolScale = 3e-6, kRtol = 0;
 
+// The chunked WY form vs the float64 recurrence: |Δ| ≤ 3e-5·max|ref| + 1e-4·|ref|. Looser because the
+// forward substitution through (I + A) over a 64-token chunk amplifies fp32 rounding: the worst measured over
+// 20 seeds per shape was 5.5e-6·max|ref| at chunk 64, 2.3e-6 at 16 and 7e-7 at 8.
+constexpr double kChunkedAtolScale = 3e-5, kChunkedRtol = 1e-4;
+
+using Form = ops::GatedDeltaNetForm;
+
 struct Shape {
   int64_t T, Hk, Hv, Dk, Dv;
 };
@@ -31,6 +39,8 @@ struct Problem {
   Shape s;
   Tensor qkv, ab, q, k, v, a, b, A_log, dt_bias, state0;
   bool l2 = true;
+  Form form = Form::recurrent;
+  int64_t chunk = 64;  // the chunked form's
 
   Problem(OpBackend& ob, TestRng& rng, Shape shape) : s(shape) {
     const int64_t KD = s.Hk * s.Dk, st = (2 * KD + s.Hv * s.Dv) * 4;
@@ -55,7 +65,9 @@ struct Problem {
     return ref::gated_deltanet({s.T, s.Hk, s.Hv, s.Dk, s.Dv}, values(q), values(k), values(v), values(a),
                                values(b), values(A_log), values(dt_bias), l2, 1e-6, state);
   }
-  ops::GatedDeltaNetParams params() const { return {64, l2, 1e-6f}; }
+  ops::GatedDeltaNetParams params() const { return {chunk, l2, 1e-6f, form}; }
+  double atol_scale() const { return form == Form::chunked ? kChunkedAtolScale : kAtolScale; }
+  double rtol() const { return form == Form::chunked ? kChunkedRtol : kRtol; }
   void run(Backend& be, Tensor& state, Tensor& out) const {
     ops::gated_deltanet(be, q, k, v, a, b, A_log, dt_bias, state, out, params());
   }
@@ -75,8 +87,22 @@ void expect_matches_reference(OpBackend& ob, const Problem& pr) {
   Tensor state = copy_of(ob, pr.state0);
   Tensor out = nan_tensor(ob, {s.T, s.Hv, s.Dv});
   pr.run(ob.be(), state, out);
-  EXPECT_TRUE(all_close(out, ref_out, kAtolScale * max_abs(ref_out), kRtol));
-  EXPECT_TRUE(all_close(state, ref_state, kAtolScale * max_abs(ref_state), kRtol));
+  EXPECT_TRUE(all_close(out, ref_out, pr.atol_scale() * max_abs(ref_out), pr.rtol()));
+  EXPECT_TRUE(all_close(state, ref_state, pr.atol_scale() * max_abs(ref_state), pr.rtol()));
+}
+
+// Feeds the problem to the op in pieces of the given lengths (summing to T), carrying `state`.
+void run_in_pieces(OpBackend& ob, const Problem& pr, const std::vector<int64_t>& pieces, Tensor& state,
+                   Tensor& out) {
+  int64_t t0 = 0;
+  for (int64_t len : pieces) {
+    Tensor o = out.slice(0, t0, len);
+    ops::gated_deltanet(ob.be(), pr.q.slice(0, t0, len), pr.k.slice(0, t0, len), pr.v.slice(0, t0, len),
+                        pr.a.slice(0, t0, len), pr.b.slice(0, t0, len), pr.A_log, pr.dt_bias, state, o,
+                        pr.params());
+    t0 += len;
+  }
+  ASSERT_EQ(t0, pr.s.T);
 }
 
 }  // namespace
@@ -129,15 +155,7 @@ TEST(GatedDeltaNet, PiecesEqualWholeBitwise) {
     for (const std::vector<int64_t>& pieces : {mixed, singles}) {
       SCOPED_TRACE(::testing::Message() << pieces.size() << " pieces");
       Tensor state = copy_of(*ob, pr.state0), out = nan_tensor(*ob, {s.T, s.Hv, s.Dv});
-      int64_t t0 = 0;
-      for (int64_t len : pieces) {
-        Tensor o = out.slice(0, t0, len);
-        ops::gated_deltanet(ob->be(), pr.q.slice(0, t0, len), pr.k.slice(0, t0, len), pr.v.slice(0, t0, len),
-                            pr.a.slice(0, t0, len), pr.b.slice(0, t0, len), pr.A_log, pr.dt_bias, state, o,
-                            pr.params());
-        t0 += len;
-      }
-      ASSERT_EQ(t0, s.T);
+      run_in_pieces(*ob, pr, pieces, state, out);
       EXPECT_TRUE(bitwise_equal(out, whole));
       EXPECT_TRUE(bitwise_equal(state, whole_state));
     }
@@ -175,15 +193,17 @@ TEST(GatedDeltaNet, WorkspaceIsPlannedAndFlatInT) {
       Problem pr(*ob, rng, s);
       Tensor state = copy_of(*ob, pr.state0), out = nan_tensor(*ob, {T, s.Hv, s.Dv});
       int64_t peak = pool_peak_during(ob->pool(), [&] { pr.run(ob->be(), state, out); });
-      EXPECT_TRUE(workspace_ok(peak, ops::gated_deltanet_workspace_bytes(T, s.Hv, s.Dk, s.Dv, 64, n_threads)))
+      EXPECT_TRUE(workspace_ok(
+          peak, ops::gated_deltanet_workspace_bytes(T, s.Hv, s.Dk, s.Dv, pr.params(), n_threads)))
           << "T=" << T;
       measured.push_back(peak);
     }
     for (size_t i = 1; i < measured.size(); ++i)
       EXPECT_EQ(measured[i], measured[0]) << "workspace grew with T";
-    EXPECT_EQ(ops::gated_deltanet_workspace_bytes(16384, 32, 128, 128, 64, n_threads),
-              ops::gated_deltanet_workspace_bytes(1, 32, 128, 128, 64, n_threads));
-    EXPECT_EQ(ops::gated_deltanet_workspace_bytes(0, 32, 128, 128, 64, n_threads), 0);
+    const ops::GatedDeltaNetParams p;
+    EXPECT_EQ(ops::gated_deltanet_workspace_bytes(16384, 32, 128, 128, p, n_threads),
+              ops::gated_deltanet_workspace_bytes(1, 32, 128, 128, p, n_threads));
+    EXPECT_EQ(ops::gated_deltanet_workspace_bytes(0, 32, 128, 128, p, n_threads), 0);
   }
 }
 
@@ -222,4 +242,117 @@ TEST(GatedDeltaNet, TokenOffsetsPast32Bits) {
   pr.v = Tensor::borrow(arena.base(), DType::f32, {s.T, s.Hv, s.Dv})
              .strided_view({s.T, s.Hv, s.Dv}, {stride, s.Dv * 4, 4});
   expect_matches_reference(ob, pr);
+}
+
+// The chunked WY form: T < chunk, exactly one chunk, 3+ chunks with a short last one, chunk 16 at odd widths,
+// the qwen3_5 widths; T = 1 takes the recurrence.
+TEST(GatedDeltaNetChunked, MatchesReference) {
+  KEEL_TEST_RNG(rng);
+  struct Case {
+    Shape s;
+    int64_t chunk;
+  };
+  const Case cases[] = {
+      {{1, 2, 4, 16, 8}, 64},      // one token: the recurrence
+      {{5, 1, 3, 8, 12}, 64},      // T < chunk, 3 value heads per key head
+      {{64, 2, 2, 32, 32}, 64},    // exactly one chunk
+      {{150, 2, 8, 32, 24}, 64},   // 3 chunks (64, 64, 22), GQA 4
+      {{37, 3, 3, 20, 16}, 16},    // chunk 16, odd widths
+      {{70, 1, 2, 128, 128}, 64},  // qwen3_5 head widths
+  };
+  for (OpBackend* ob : op_backends()) {
+    SCOPED_TRACE(ob->name);
+    for (const Case& c : cases) {
+      const Shape& s = c.s;
+      SCOPED_TRACE(::testing::Message() << "T=" << s.T << " Hk=" << s.Hk << " Hv=" << s.Hv << " Dk=" << s.Dk
+                                        << " Dv=" << s.Dv << " chunk=" << c.chunk);
+      Problem pr(*ob, rng, s);
+      pr.form = Form::chunked;
+      pr.chunk = c.chunk;
+      expect_matches_reference(*ob, pr);
+    }
+  }
+}
+
+TEST(GatedDeltaNetChunked, WithoutQkNorm) {
+  KEEL_TEST_RNG(rng);
+  OpBackend& ob = *op_backends().back();
+  Problem pr(ob, rng, {40, 2, 4, 16, 16});
+  pr.l2 = false;
+  pr.form = Form::chunked;
+  pr.chunk = 16;
+  expect_matches_reference(ob, pr);
+}
+
+// Pieces that are not multiples of the chunk (single tokens among them, one longer than a chunk) end in the
+// same state with the same outputs as one call and as the recurrent form, within the chunked tolerance (the
+// WY form rounds S at chunk ends, so not bitwise).
+TEST(GatedDeltaNetChunked, PiecesAndTheRecurrentFormAgree) {
+  KEEL_TEST_RNG(rng);
+  const Shape s{112, 2, 4, 32, 16};
+  const std::vector<int64_t> pieces = {7, 1, 70, 1, 33};
+  for (OpBackend* ob : op_backends()) {
+    SCOPED_TRACE(ob->name);
+    Problem pr(*ob, rng, s);
+    pr.form = Form::chunked;
+    Tensor whole_state = copy_of(*ob, pr.state0), whole = nan_tensor(*ob, {s.T, s.Hv, s.Dv});
+    pr.run(ob->be(), whole_state, whole);
+    Tensor state = copy_of(*ob, pr.state0), out = nan_tensor(*ob, {s.T, s.Hv, s.Dv});
+    run_in_pieces(*ob, pr, pieces, state, out);
+    std::vector<double> w = values(whole), ws = values(whole_state);
+    EXPECT_TRUE(all_close(out, w, kChunkedAtolScale * max_abs(w), kChunkedRtol));
+    EXPECT_TRUE(all_close(state, ws, kChunkedAtolScale * max_abs(ws), kChunkedRtol));
+    Problem rec = pr;
+    rec.form = Form::recurrent;
+    Tensor rec_state = copy_of(*ob, pr.state0), rec_out = nan_tensor(*ob, {s.T, s.Hv, s.Dv});
+    rec.run(ob->be(), rec_state, rec_out);
+    EXPECT_TRUE(all_close(whole, values(rec_out), kChunkedAtolScale * max_abs(w), kChunkedRtol));
+    EXPECT_TRUE(all_close(whole_state, values(rec_state), kChunkedAtolScale * max_abs(ws), kChunkedRtol));
+    std::vector<double> ref_state = values(pr.state0);
+    std::vector<double> ref_out = pr.reference(ref_state);
+    EXPECT_TRUE(all_close(out, ref_out, kChunkedAtolScale * max_abs(ref_out), kChunkedRtol));
+  }
+}
+
+TEST(GatedDeltaNetChunked, ThreadCountDoesNotChangeBits) {
+  KEEL_TEST_RNG(rng);
+  OpBackend* one = nullptr;
+  OpBackend* three = nullptr;
+  for (OpBackend* ob : op_backends()) {
+    if (static_cast<CpuBackend&>(ob->be()).isa() != cpu_isa()) continue;
+    (ob->be().threads()->size() == 1 ? one : three) = ob;
+  }
+  ASSERT_TRUE(one && three);
+  Problem pr(*one, rng, {80, 1, 5, 16, 16});
+  pr.form = Form::chunked;
+  Tensor s1 = copy_of(*one, pr.state0), o1 = nan_tensor(*one, {80, 5, 16});
+  Tensor s3 = copy_of(*one, pr.state0), o3 = nan_tensor(*one, {80, 5, 16});
+  pr.run(one->be(), s1, o1);
+  pr.run(three->be(), s3, o3);
+  EXPECT_TRUE(bitwise_equal(o1, o3));
+  EXPECT_TRUE(bitwise_equal(s1, s3));
+}
+
+// Measured == planned at every T; flat once T reaches the chunk (T = 64 and T = 700 take the same bytes).
+TEST(GatedDeltaNetChunked, WorkspaceIsPlannedAndFlatPastTheChunk) {
+  KEEL_TEST_RNG(rng);
+  for (OpBackend* ob : op_backends()) {
+    SCOPED_TRACE(ob->name);
+    const int n_threads = ob->be().threads()->size();
+    std::vector<int64_t> measured;
+    for (int64_t T : {1, 9, 64, 700}) {
+      Problem pr(*ob, rng, {T, 2, 4, 32, 32});
+      pr.form = Form::chunked;
+      Tensor state = copy_of(*ob, pr.state0), out = nan_tensor(*ob, {T, 4, 32});
+      int64_t peak = pool_peak_during(ob->pool(), [&] { pr.run(ob->be(), state, out); });
+      EXPECT_TRUE(
+          workspace_ok(peak, ops::gated_deltanet_workspace_bytes(T, 4, 32, 32, pr.params(), n_threads)))
+          << "T=" << T;
+      measured.push_back(peak);
+    }
+    EXPECT_EQ(measured[2], measured[3]) << "workspace grew from T=64 to T=700";
+    const ops::GatedDeltaNetParams p{64, true, 1e-6f, Form::chunked};
+    EXPECT_EQ(ops::gated_deltanet_workspace_bytes(16384, 32, 128, 128, p, n_threads),
+              ops::gated_deltanet_workspace_bytes(64, 32, 128, 128, p, n_threads));
+  }
 }

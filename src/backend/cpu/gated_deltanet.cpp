@@ -109,11 +109,99 @@ KEEL_INLINE void recurrent_head(const GatedDeltaNetArgs& a, int64_t h, float* ws
   }
 }
 
+// T > 1 with C > 0: the chunked WY form over chunks of Ce = min(C, T) tokens. Worker scratch
+// (Cp = pad16(Ce)): Qn, Kn, Wn [Ce, Dk], U [Ce, Dv], A [Ce, Cp], γ, β [Cp], tmp [max(Cp, pad16(Dk))],
+// Kt [Dk, Cp]. Reference: ops/reference/gated_deltanet_ref.h (the recurrence; same result in exact math).
+template <int W>
+KEEL_INLINE void chunked_head(const GatedDeltaNetArgs& a, int64_t h, float* ws) {
+  const int64_t Dk = a.Dk, Dv = a.Dv, kh = h / (a.Hv / a.Hk);
+  const int64_t Ce = std::min(a.C, a.T), Cp = pad16(Ce);
+  float* Qn = ws;
+  float* Kn = Qn + Ce * Dk;
+  float* Wn = Kn + Ce * Dk;
+  float* U = Wn + Ce * Dk;
+  float* A = U + Ce * Dv;
+  float* gam = A + Ce * Cp;
+  float* dec = gam + Cp;  // β, then the state-update decays
+  float* tmp = dec + Cp;
+  float* Kt = tmp + std::max(Cp, pad16(Dk));  // [Dk, Cp]
+  float* S = a.state + h * Dk * Dv;
+  const float q_scale = 1.0f / std::sqrt(static_cast<float>(Dk));
+  for (int64_t t0 = 0; t0 < a.T; t0 += Ce) {
+    const int64_t Cc = std::min(Ce, a.T - t0);
+    float run = 0;
+    for (int64_t i = 0; i < Cc; ++i) {
+      const int64_t t = t0 + i;
+      normalize<W>(Qn + i * Dk, a.q + t * a.q_st + kh * a.q_sh, Dk, a.qk_l2norm, a.eps, q_scale);
+      normalize<W>(Kn + i * Dk, a.k + t * a.k_st + kh * a.k_sh, Dk, a.qk_l2norm, a.eps, 1.0f);
+      float g;
+      gates(a, t, h, g, dec[i]);
+      run += g;
+      gam[i] = run;  // chunk-local inclusive cumsum γ
+    }
+    // A[i][j] = β_i (k_i·k_j) e^{γ_i − γ_j} for j < i.
+    for (int64_t i = 1; i < Cc; ++i) {
+      float* row = A + i * Cp;
+      for (int64_t j = 0; j < i; ++j) row[j] = gam[i] - gam[j];
+      exp_inplace_padded<W>(row, i);
+      for (int64_t j = 0; j < i; ++j) row[j] *= dec[i] * dot<W>(Kn + i * Dk, Kn + j * Dk, Dk);
+    }
+    // Forward substitution through (I + A): U = (I + A)⁻¹ diag(β) V, Wn = −(I + A)⁻¹ diag(β) (K ⊙ e^γ).
+    for (int64_t i = 0; i < Cc; ++i) {
+      const float* vi = a.v + (t0 + i) * a.v_st + h * a.v_sh;
+      float* Ui = U + i * Dv;
+      float* Wi = Wn + i * Dk;
+      for (int64_t j = 0; j < Dv; ++j) Ui[j] = dec[i] * vi[j];
+      const float kw = -dec[i] * std::exp(gam[i]);
+      for (int64_t d = 0; d < Dk; ++d) Wi[d] = kw * Kn[i * Dk + d];
+      for (int64_t j = 0; j < i; ++j) tmp[j] = -A[i * Cp + j];
+      add_weighted_rows<W>(Ui, U, Dv, tmp, i, Dv);
+      add_weighted_rows<W>(Wi, Wn, Dk, tmp, i, Dk);
+    }
+    // V_new = U − W·S (in U).
+    add_weighted_rows_multi<W>(U, Dv, Wn, Dk, Cc, S, Dv, Dk, Dv);
+    // o_i = (q_i e^{γ_i})·S + Σ_{j ≤ i} (q_i·k_j) e^{γ_i − γ_j} V_new_j. Wn's rows now hold q_i e^{γ_i}, A's
+    // first four rows the intra-chunk coefficients of four outputs (zeros right of the diagonal).
+    float* o0 = a.out + t0 * a.o_st + h * a.o_sh;
+    for (int64_t i = 0; i < Cc; ++i) {
+      const float e = std::exp(gam[i]);
+      for (int64_t d = 0; d < Dk; ++d) Wn[i * Dk + d] = Qn[i * Dk + d] * e;
+      std::fill_n(o0 + i * a.o_st, Dv, 0.0f);
+    }
+    add_weighted_rows_multi<W>(o0, a.o_st, Wn, Dk, Cc, S, Dv, Dk, Dv);
+    for (int64_t i0 = 0; i0 < Cc; i0 += 4) {
+      const int64_t rows = std::min<int64_t>(4, Cc - i0), n = i0 + rows;
+      for (int64_t r = 0; r < rows; ++r) {
+        const int64_t i = i0 + r;
+        float* m = A + r * Cp;
+        for (int64_t j = 0; j <= i; ++j) m[j] = gam[i] - gam[j];
+        exp_inplace_padded<W>(m, i + 1);
+        for (int64_t j = 0; j <= i; ++j) m[j] *= dot<W>(Qn + i * Dk, Kn + j * Dk, Dk);
+        for (int64_t j = i + 1; j < n; ++j) m[j] = 0;
+      }
+      add_weighted_rows_multi<W>(o0 + i0 * a.o_st, a.o_st, A, Cp, rows, U, Dv, n, Dv);
+    }
+    // S ← e^{γ_last} S + Σ_j (k_j e^{γ_last − γ_j}) ⊗ V_new_j, with Kt[d][j] = k_j[d]·e^{γ_last − γ_j}.
+    const float last = gam[Cc - 1];
+    for (int64_t j = 0; j < Cc; ++j) dec[j] = last - gam[j];
+    exp_inplace_padded<W>(dec, Cc);
+    for (int64_t j = 0; j < Cc; ++j)
+      for (int64_t d = 0; d < Dk; ++d) Kt[d * Cp + j] = Kn[j * Dk + d] * dec[j];
+    scale<W>(S, std::exp(last), Dk * Dv);
+    add_weighted_rows_multi<W>(S, Dv, Kt, Cp, Dk, U, Dv, Cc, Dv);
+  }
+}
+
 using HeadsFn = void (*)(const GatedDeltaNetArgs&, int64_t, int64_t, float*);
 
 #define KEEL_GDN_KERNEL(name, target, W)                                          \
   target void name(const GatedDeltaNetArgs& a, int64_t b, int64_t e, float* ws) { \
-    for (int64_t h = b; h < e; ++h) recurrent_head<W>(a, h, ws);                  \
+    for (int64_t h = b; h < e; ++h) {                                             \
+      if (a.C > 0 && a.T > 1)                                                     \
+        chunked_head<W>(a, h, ws);                                                \
+      else                                                                        \
+        recurrent_head<W>(a, h, ws);                                              \
+    }                                                                             \
   }
 
 KEEL_GDN_KERNEL(heads_generic, , 4)
@@ -126,22 +214,28 @@ HeadsFn heads_kernel(CpuIsa isa) {
   return heads_generic;
 }
 
-int64_t slot_floats(int64_t Dk, int64_t Dv) {
-  return 3 * Dk + 2 * Dv;
+// Floats of one worker's scratch (ops/gated_deltanet.h gives the same formula).
+int64_t slot_floats(int64_t T, int64_t Dk, int64_t Dv, int64_t C) {
+  if (C <= 0 || T <= 1) return 3 * Dk + 2 * Dv;
+  const int64_t Ce = std::min(C, T), Cp = pad16(Ce);
+  return Ce * (3 * Dk + Dv + Cp) + 2 * Cp + std::max(Cp, pad16(Dk)) + Dk * Cp;
 }
 
 }  // namespace
 
-int64_t gated_deltanet_kernel_workspace_bytes(int64_t T, int64_t Hv, int64_t Dk, int64_t Dv, int n_threads) {
+int64_t gated_deltanet_kernel_workspace_bytes(int64_t T, int64_t Hv, int64_t Dk, int64_t Dv, int64_t C,
+                                              int n_threads) {
   if (T == 0) return 0;
-  return 4 * std::min<int64_t>(std::max(n_threads, 1), Hv) * slot_floats(Dk, Dv);
+  return 4 * std::min<int64_t>(std::max(n_threads, 1), Hv) * slot_floats(T, Dk, Dv, C);
 }
 
 void gated_deltanet(CpuBackend& be, const GatedDeltaNetArgs& a) {
   if (a.T == 0) return;
   ThreadPool& pool = *be.threads();
-  const int64_t slots = std::min<int64_t>(pool.size(), a.Hv), per_slot = slot_floats(a.Dk, a.Dv);
+  const int64_t slots = std::min<int64_t>(pool.size(), a.Hv), per_slot = slot_floats(a.T, a.Dk, a.Dv, a.C);
   Tensor ws = Tensor::empty(be.pool(), DType::f32, {slots * per_slot}, "gated_deltanet workspace");
+  if (a.C > 0 && a.T > 1)  // the WY form reads padded row tails with whole-vector exp: keep them finite
+    std::fill_n(ws.ptr<float>(), ws.numel(), 0.0f);
   const HeadsFn fn = heads_kernel(be.isa());
   float* w = ws.ptr<float>();
   pool.parallel_for(a.Hv, [&](int64_t b, int64_t e, int worker) { fn(a, b, e, w + worker * per_slot); });

@@ -1,7 +1,7 @@
-// CPU kernel of ops::gated_deltanet (ops/gated_deltanet.h states the math and layouts): the recurrence one
-// token at a time at every T, one pass over S per token. Work splits over value heads; each head's whole
-// sequence runs on one worker in a fixed order (results independent of thread count and of how a sequence is
-// split into calls).
+// CPU kernel of ops::gated_deltanet (ops/gated_deltanet.h states the math, layouts and the two forms): the
+// recurrence one token at a time (one pass over S per token), or the chunked WY form when C > 0 and T > 1.
+// Work splits over value heads; each head's whole sequence runs on one worker in a fixed order (results
+// independent of thread count; the recurrence's also of how a sequence is split into calls).
 #pragma once
 #include <cstdint>
 
@@ -12,6 +12,7 @@ namespace keel::cpu {
 // Strides in floats; innermost dimensions contiguous.
 struct GatedDeltaNetArgs {
   int64_t T = 0, Hk = 0, Hv = 0, Dk = 0, Dv = 0;
+  int64_t C = 0;  // chunk of the WY form; 0: the recurrence at every T
   bool qk_l2norm = true;
   float eps = 1e-6f;
   const float* q = nullptr;  // [T, Hk, Dk]
@@ -32,7 +33,8 @@ struct GatedDeltaNetArgs {
 };
 
 // Bytes gated_deltanet below takes from the pool (the op adds its 2·Hv parameter floats).
-int64_t gated_deltanet_kernel_workspace_bytes(int64_t T, int64_t Hv, int64_t Dk, int64_t Dv, int n_threads);
+int64_t gated_deltanet_kernel_workspace_bytes(int64_t T, int64_t Hv, int64_t Dk, int64_t Dv, int64_t C,
+                                              int n_threads);
 
 void gated_deltanet(CpuBackend& be, const GatedDeltaNetArgs& a);
 

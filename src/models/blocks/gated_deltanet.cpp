@@ -12,8 +12,9 @@
 namespace keel::models {
 
 namespace {
-// transformers' torch_chunk_gated_delta_rule default; the chunking changes only float rounding.
-constexpr int64_t kDeltaNetChunk = 64;
+// The recurrent form at every step, so chunked prefill == one shot == decode bitwise (ops/gated_deltanet.h);
+// 64 is transformers' torch_chunk_gated_delta_rule chunk, used only by the chunked form.
+constexpr ops::GatedDeltaNetParams kDeltaNetParams{64, true, 1e-6f, ops::GatedDeltaNetForm::recurrent};
 }  // namespace
 
 GatedDeltaNetWeights bind_gated_deltanet(const WeightBinder& w, const GatedDeltaNetConfig& g,
@@ -77,7 +78,7 @@ void GatedDeltaNetBlock::forward(const StepContext& ctx, size_t slot, const Tens
   }
   qkv = Tensor();
   Tensor core = Tensor::empty(ctx.pool(), DType::f32, {T, Hv, Dv}, "deltanet core output");
-  const ops::GatedDeltaNetParams dp{kDeltaNetChunk, true, 1e-6f};
+  const ops::GatedDeltaNetParams& dp = kDeltaNetParams;
   for (const ItemRows& it : ctx.items) {
     const Tensor c = rows(conv, it.begin, it.n);
     Tensor o = rows(core, it.begin, it.n);
@@ -100,7 +101,7 @@ int64_t GatedDeltaNetBlock::transient_bytes(const StepShape& s) const {
   int64_t rule_ws = 0;
   for (int64_t n : s.item_tokens)
     rule_ws = std::max(rule_ws, ops::gated_deltanet_workspace_bytes(n, Hv, g_.key_head_dim, g_.value_head_dim,
-                                                                    kDeltaNetChunk, s.n_threads));
+                                                                    kDeltaNetParams, s.n_threads));
   MemPlan m;
   m.alloc(qkv);
   m.workspace(linear_workspace_bytes(w_.in_proj_qkv, T, s.n_threads));
