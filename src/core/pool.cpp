@@ -1,5 +1,7 @@
 #include "core/pool.h"
 
+#include <sys/mman.h>
+
 #include <cstdlib>
 #include <utility>
 
@@ -8,12 +10,22 @@
 namespace keel {
 
 void* HostAllocator::allocate(int64_t bytes, int64_t alignment) {
+  if (bytes >= kDirectMapBytes) {  // page aligned, so any alignment up to 4096
+    void* p = ::mmap(nullptr, static_cast<size_t>(bytes), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                     -1, 0);
+    return p == MAP_FAILED ? nullptr : p;
+  }
   if (bytes <= 0) bytes = alignment;
   int64_t rounded = (bytes + alignment - 1) / alignment * alignment;
   return std::aligned_alloc(static_cast<size_t>(alignment), static_cast<size_t>(rounded));
 }
 
-void HostAllocator::release(void* ptr, int64_t) { std::free(ptr); }
+void HostAllocator::release(void* ptr, int64_t bytes) {
+  if (bytes >= kDirectMapBytes)
+    ::munmap(ptr, static_cast<size_t>(bytes));
+  else
+    std::free(ptr);
+}
 
 Allocation::Allocation(Allocation&& other) noexcept
     : pool_(std::exchange(other.pool_, nullptr)),
