@@ -246,6 +246,13 @@ void bench(const BenchArgs& a) {
       static_cast<double>(m.weights->parameter_count()) / 1e6, a.random_weights ? ", random weights" : "",
       format_bytes(pool.in_use()), load_s, format_bytes(limit), be.name());
 
+  // Warm-up, not reported: a short request touches the mmap'd weights and the workers' stacks once, so the
+  // first row's process peak (VmHWM − RSS at its start) does not count them as transient.
+  {
+    BenchArgs warm = a;
+    warm.gen = 1;
+    bench_one(model, pool, warm, std::min<int64_t>(a.prefill_chunk, 64));
+  }
   std::vector<Row> rows;
   for (int64_t L : a.prompt_lengths) {
     if (model.context_limit() > 0 && L + a.gen + 1 > model.context_limit())
