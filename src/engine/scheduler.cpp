@@ -10,10 +10,14 @@ namespace keel {
 
 const char* finish_reason_name(FinishReason r) {
   switch (r) {
-    case FinishReason::stop: return "stop";
-    case FinishReason::length: return "length";
-    case FinishReason::cancelled: return "cancelled";
-    case FinishReason::error: return "error";
+    case FinishReason::stop:
+      return "stop";
+    case FinishReason::length:
+      return "length";
+    case FinishReason::cancelled:
+      return "cancelled";
+    case FinishReason::error:
+      return "error";
   }
   return "?";
 }
@@ -32,12 +36,13 @@ void check_startup_memory(const Model& model, const MemoryPool& pool, int64_t co
   const StartupFootprint f = startup_footprint(model, pool, context);
   const int64_t limit = pool.limit();
   if (f.total() <= limit) return;
-  throw_error(ErrorCode::out_of_memory,
-              "the model does not fit the memory limit: it needs {} bytes ({}) to start — {} loaded (weights), {} "
-              "for one sequence's state at {} tokens, {} for the smallest step — but the limit is {} bytes ({}); "
-              "raise --memory-limit to at least {}",
-              f.total(), format_bytes(f.total()), format_bytes(f.loaded), format_bytes(f.state), f.context,
-              format_bytes(f.step), limit, format_bytes(limit), format_bytes(f.total()));
+  throw_error(
+      ErrorCode::out_of_memory,
+      "the model does not fit the memory limit: it needs {} bytes ({}) to start — {} loaded (weights), {} "
+      "for one sequence's state at {} tokens, {} for the smallest step — but the limit is {} bytes ({}); "
+      "raise --memory-limit to at least {}",
+      f.total(), format_bytes(f.total()), format_bytes(f.loaded), format_bytes(f.state), f.context,
+      format_bytes(f.step), limit, format_bytes(limit), format_bytes(f.total()));
 }
 
 struct Scheduler::Sequence {
@@ -48,9 +53,9 @@ struct Scheduler::Sequence {
   int64_t n_generated = 0;
   std::unique_ptr<SequenceState> state;  // null before its first step and after a preemption
   int failed_attempts = 0;               // failed steps it took part in since it last made progress
-  int64_t best_in_state = 0;             // most tokens its state has held: a success below that only redoes work
-  bool started = false;                  // on_started was sent
-  int64_t cached_tokens = 0;             // prompt tokens that came from the prompt cache
+  int64_t best_in_state = 0;  // most tokens its state has held: a success below that only redoes work
+  bool started = false;       // on_started was sent
+  int64_t cached_tokens = 0;  // prompt tokens that came from the prompt cache
 
   int64_t in_state() const { return state ? state->tokens() : 0; }
   int64_t remaining() const { return static_cast<int64_t>(tokens.size()) - in_state(); }
@@ -84,21 +89,24 @@ void Scheduler::check_admission(const Request& request) const {
   const int64_t n = static_cast<int64_t>(request.prompt.size());
   if (n == 0) throw_error(ErrorCode::invalid_argument, "the prompt is empty");
   if (request.max_new_tokens < 1)
-    throw_error(ErrorCode::invalid_argument, "max_tokens must be at least 1 (got {})", request.max_new_tokens);
+    throw_error(ErrorCode::invalid_argument, "max_tokens must be at least 1 (got {})",
+                request.max_new_tokens);
   if (!request.chooser) throw_error(ErrorCode::invalid_argument, "request without a token chooser");
   if (n + 1 > config_.ctx_size)
     throw_error(ErrorCode::context_length_exceeded,
-                "the prompt has {} tokens but the context holds {} per sequence, leaving no room for a generated token",
+                "the prompt has {} tokens but the context holds {} per sequence, leaving no room for a "
+                "generated token",
                 n, config_.ctx_size);
   // The smallest step this request will ever need: its whole prompt in state, one more token in flight.
   StepShapeItem last{1, n, 1};
   int64_t need = model_.state_bytes(n + 1, capacity_for(request)) + model_.step_transient_bytes({&last, 1});
   int64_t limit = pool_.limit(), base = baseline_.load();
   if (base + need > limit)
-    throw_error(ErrorCode::context_length_exceeded,
-                "the prompt has {} tokens; it needs {} bytes of sequence state and step memory, but the memory limit "
-                "of {} bytes leaves {} after the model",
-                n, need, limit, limit - base);
+    throw_error(
+        ErrorCode::context_length_exceeded,
+        "the prompt has {} tokens; it needs {} bytes of sequence state and step memory, but the memory limit "
+        "of {} bytes leaves {} after the model",
+        n, need, limit, limit - base);
 }
 
 uint64_t Scheduler::submit(Request request) {
@@ -125,7 +133,8 @@ int64_t Scheduler::capacity_for(const Request& r) const {
 
 int64_t Scheduler::growth_bytes(const Sequence& seq, int64_t n_tokens) const {
   int64_t held = seq.state ? seq.state->bytes() : 0;
-  return std::max<int64_t>(0, model_.state_bytes(seq.in_state() + n_tokens, capacity_for(seq.request)) - held);
+  return std::max<int64_t>(0,
+                           model_.state_bytes(seq.in_state() + n_tokens, capacity_for(seq.request)) - held);
 }
 
 StepShapeItem Scheduler::shape_of(const Sequence& seq, int64_t n_tokens) const {
@@ -168,7 +177,8 @@ void Scheduler::drop_cancelled() {
 std::optional<PlannedStep> Scheduler::plan_next() {
   drop_cancelled();
   admit_waiting();
-  // Memory held by the prompt cache gives way to running work: evict and plan again while the plan is cut short.
+  // Memory held by the prompt cache gives way to running work: evict and plan again while the plan is cut
+  // short.
   for (;;) {
     bool constrained = false;
     std::optional<PlannedStep> plan = plan_once(constrained);
@@ -195,11 +205,19 @@ std::optional<PlannedStep> Scheduler::plan_once(bool& constrained) {
     ++tokens;
     plan.items.push_back({seq->id, 1});
   }
-  // Then prefill chunks, oldest sequence first, each the largest that fits (binary search: bytes grow with n).
+  // Then prefill chunks, oldest sequence first, each the largest that fits (binary search: bytes grow with
+  // n).
   for (auto& seq : running_) {
     if (seq->remaining() <= 1) continue;
     int64_t n_max = std::min(seq->remaining(), step_token_cap_ - tokens);
     n_max = std::min(n_max, config_.prefill_chunk_size);
+    // A model whose states cannot be cut back checkpoints its prompt one token short of the end (the prompt
+    // cache's entry: the same prompt again, or any prompt that extends it, starts there). The chunk stops at
+    // that token; the last prompt token then goes with the decode tokens.
+    if (checkpoints_prompts()) {
+      const int64_t to_checkpoint = seq->n_prompt - 1 - seq->in_state();
+      if (to_checkpoint > 0) n_max = std::min(n_max, to_checkpoint);
+    }
     if (n_max <= 0) break;
     auto try_n = [&](int64_t n) {
       shape.push_back(shape_of(*seq, n));
@@ -242,8 +260,9 @@ bool Scheduler::step() {
     return true;
   }
   if (running_.empty() && waiting_.empty()) return false;
-  // Nothing fits. Reclaim memory held elsewhere (the prompt cache); else preempt the least-advanced of several
-  // sequences holding state; else the one sequence that cannot move even alone fails, with a retryable error.
+  // Nothing fits. Reclaim memory held elsewhere (the prompt cache); else preempt the least-advanced of
+  // several sequences holding state; else the one sequence that cannot move even alone fails, with a
+  // retryable error.
   if (cache_evict_one() > 0) return true;
   if (reclaim_ && reclaim_() > 0) return true;
   int holders = 0;
@@ -251,10 +270,11 @@ bool Scheduler::step() {
   if (holders >= 2 && preempt_least_advanced(nullptr)) return true;
   auto stuck = std::find_if(running_.begin(), running_.end(), [](auto& s) { return s->state != nullptr; });
   if (stuck == running_.end()) stuck = running_.begin();
-  Error err(ErrorCode::out_of_memory,
-            fmt::format("not enough memory to continue: the sequence holds {} tokens, {} bytes are in use of a "
-                        "{}-byte limit; retry later or with a shorter conversation",
-                        (*stuck)->in_state(), pool_.in_use(), pool_.limit()));
+  Error err(
+      ErrorCode::out_of_memory,
+      fmt::format("not enough memory to continue: the sequence holds {} tokens, {} bytes are in use of a "
+                  "{}-byte limit; retry later or with a shorter conversation",
+                  (*stuck)->in_state(), pool_.in_use(), pool_.limit()));
   ++stats_.failed_memory;
   finish(**stuck, FinishReason::error, &err);
   running_.erase(stuck);
@@ -314,7 +334,8 @@ void Scheduler::run_planned(const PlannedStep& plan) {
       Sequence& s = *running_[i];
       if (s.failed_attempts >= config_.max_failed_attempts) {
         Error err(ErrorCode::out_of_memory,
-                  fmt::format("not enough memory after {} attempts ({}); retry later", s.failed_attempts, e.what()));
+                  fmt::format("not enough memory after {} attempts ({}); retry later", s.failed_attempts,
+                              e.what()));
         ++stats_.failed_memory;
         finish(s, FinishReason::error, &err);
         running_.erase(running_.begin() + static_cast<long>(i));
@@ -376,8 +397,8 @@ void Scheduler::run_planned(const PlannedStep& plan) {
     return;  // cancelled sequences are dropped by the next plan
   }
   ++stats_.steps;
-  // The cap grows back slowly: a size that just failed is not tried again at once (a recurrent sequence loses its
-  // state with every failed step, so retrying that size at once could repeat forever).
+  // The cap grows back slowly: a size that just failed is not tried again at once (a recurrent sequence loses
+  // its state with every failed step, so retrying that size at once could repeat forever).
   const int64_t full_cap = std::max<int64_t>(config_.prefill_chunk_size, config_.n_slots);
   if (step_token_cap_ < full_cap && ++steps_since_failure_ >= kStepsBeforeCapGrows) {
     step_token_cap_ = std::min(full_cap, 2 * step_token_cap_);
@@ -422,7 +443,8 @@ void Scheduler::run_planned(const PlannedStep& plan) {
     GeneratedToken tok;
     try {
       tok = s.request.chooser->choose(r, s.tokens);
-    } catch (const Error& e) {  // the chooser's own pool tensors (sampling workspace) are outside the step's plan
+    } catch (
+        const Error& e) {  // the chooser's own pool tensors (sampling workspace) are outside the step's plan
       spdlog::warn("choosing a token failed ({}); that request ends", e.what());
       if (e.code() == ErrorCode::out_of_memory) ++stats_.failed_memory;
       chooser_failed.emplace_back(&s, e);
@@ -443,15 +465,17 @@ void Scheduler::run_planned(const PlannedStep& plan) {
     }
   }
   logits = Tensor();
-  // A prompt now fully in state, for a model whose state cannot be cut back later: keep a copy for the next turn.
-  if (config_.prompt_cache_entries > 0) {
-    for (size_t i = 0; i < seqs.size(); ++i) {
-      Sequence& s = *seqs[i];
-      bool prompt_done = items[i].n_logits > 0 && s.n_generated == 1 && s.in_state() == s.n_prompt;
-      if (!prompt_done || !s.state || model_.can_truncate_states()) continue;
+  // A prompt now in state up to its last token, for a model whose state cannot be cut back later: keep a copy
+  // (plan_once stopped the chunk there) for the same prompt again and for the next turn.
+  if (checkpoints_prompts()) {
+    for (Sequence* sp : seqs) {
+      Sequence& s = *sp;
+      if (!s.state || s.cancelled() || s.n_generated != 0 || s.n_prompt < 2 || s.in_state() != s.n_prompt - 1)
+        continue;
       try {
         if (auto copy = model_.copy_state(*s.state))
-          cache_insert(std::vector<int32_t>(s.tokens.begin(), s.tokens.begin() + s.n_prompt), std::move(copy));
+          cache_insert(std::vector<int32_t>(s.tokens.begin(), s.tokens.begin() + s.n_prompt - 1),
+                       std::move(copy));
       } catch (const Error& e) {
         if (e.code() != ErrorCode::out_of_memory) throw;  // no room for a checkpoint: go on without it
       }
@@ -487,16 +511,32 @@ void Scheduler::cache_lookup(Sequence& seq) {
     int64_t n = std::min<int64_t>(static_cast<int64_t>(e.tokens.size()), usable), k = 0;
     while (k < n && e.tokens[static_cast<size_t>(k)] == seq.tokens[static_cast<size_t>(k)]) ++k;
     if (k == 0 || k <= best_len) continue;
-    if (k < static_cast<int64_t>(e.tokens.size()) && !(model_.can_truncate_states() && model_.truncate_state(*e.state, k)))
+    if (k < static_cast<int64_t>(e.tokens.size()) &&
+        !(model_.can_truncate_states() && model_.truncate_state(*e.state, k)))
       continue;
     if (k < static_cast<int64_t>(e.tokens.size())) cache_[i].tokens.resize(static_cast<size_t>(k));
     best = i;
     best_len = k;
   }
   if (best == cache_.size()) return;
-  seq.state = std::move(cache_[best].state);
   seq.cached_tokens = best_len;
-  cache_.erase(cache_.begin() + static_cast<long>(best));
+  // A prompt checkpoint stays for the next prompt that shares it when there is room for a copy; else it
+  // moves.
+  std::unique_ptr<SequenceState> copy;
+  if (checkpoints_prompts()) {
+    try {
+      copy = model_.copy_state(*cache_[best].state);
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::out_of_memory) throw;
+    }
+  }
+  if (copy) {
+    seq.state = std::move(copy);
+    cache_[best].last_used = ++cache_clock_;
+  } else {
+    seq.state = std::move(cache_[best].state);
+    cache_.erase(cache_.begin() + static_cast<long>(best));
+  }
   ++stats_.prompt_cache_hits;
   stats_.prompt_cache_tokens += best_len;
   update_cache_stats();
@@ -517,8 +557,9 @@ void Scheduler::cache_insert(std::vector<int32_t> tokens, std::unique_ptr<Sequen
 
 int64_t Scheduler::cache_evict_one() {
   if (cache_.empty()) return 0;
-  auto lru = std::min_element(cache_.begin(), cache_.end(),
-                              [](const CacheEntry& a, const CacheEntry& b) { return a.last_used < b.last_used; });
+  auto lru = std::min_element(cache_.begin(), cache_.end(), [](const CacheEntry& a, const CacheEntry& b) {
+    return a.last_used < b.last_used;
+  });
   int64_t freed = lru->state->bytes();
   cache_.erase(lru);
   ++stats_.prompt_cache_evictions;

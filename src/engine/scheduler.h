@@ -1,8 +1,8 @@
 // The scheduler: the only owner of memory decisions. It admits requests into slots, plans every step from the
 // model's closed-form byte counts (in-use + planned transient + state growth ≤ limit) before anything runs,
-// shrinks or defers what does not fit, reclaims and retries when an allocation fails anyway, and fails a request
-// alone — never the process. A step is plain data: {sequence → n_tokens}; prefill chunks and decode tokens share it.
-// Not thread-safe: one thread (the Engine's loop, or a test) calls submit()/step().
+// shrinks or defers what does not fit, reclaims and retries when an allocation fails anyway, and fails a
+// request alone — never the process. A step is plain data: {sequence → n_tokens}; prefill chunks and decode
+// tokens share it. Not thread-safe: one thread (the Engine's loop, or a test) calls submit()/step().
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -22,8 +22,9 @@ struct SchedulerConfig {
   int n_slots = 1;                   // --parallel: sequences that hold state at once
   int64_t ctx_size = 4096;           // --ctx-size: tokens per sequence (not divided among slots)
   int64_t prefill_chunk_size = 512;  // upper bound on tokens per step; the planner may choose fewer
-  int max_failed_attempts = 4;       // failed steps a sequence may take part in without progress before it fails (503)
-  int prompt_cache_entries = 4;      // states kept for reuse by later prompts with the same prefix; 0: off
+  int max_failed_attempts =
+      4;  // failed steps a sequence may take part in without progress before it fails (503)
+  int prompt_cache_entries = 4;  // states kept for reuse by later prompts with the same prefix; 0: off
 };
 
 // One planned step: which sequence gets how many tokens.
@@ -39,36 +40,37 @@ struct PlannedStep {
 
 struct SchedulerStats {
   int64_t steps = 0;
-  int64_t failed_steps = 0;          // forward threw out_of_memory
-  int64_t plan_exceeded = 0;         // steps whose measured transient exceeded the plan (a bug; logged)
-  int64_t shrunk_steps = 0;          // steps whose prefill chunk was cut to fit memory
-  int64_t deferred = 0;              // times a waiting request could not start for lack of memory
-  int64_t preemptions = 0;           // sequences dropped to free memory (re-prefilled later)
-  int64_t refused_context = 0;       // submit() refusals: context_length_exceeded
-  int64_t failed_memory = 0;         // requests ended with a retryable out_of_memory error
+  int64_t failed_steps = 0;     // forward threw out_of_memory
+  int64_t plan_exceeded = 0;    // steps whose measured transient exceeded the plan (a bug; logged)
+  int64_t shrunk_steps = 0;     // steps whose prefill chunk was cut to fit memory
+  int64_t deferred = 0;         // times a waiting request could not start for lack of memory
+  int64_t preemptions = 0;      // sequences dropped to free memory (re-prefilled later)
+  int64_t refused_context = 0;  // submit() refusals: context_length_exceeded
+  int64_t failed_memory = 0;    // requests ended with a retryable out_of_memory error
   int64_t last_planned_transient = 0;
   int64_t last_measured_transient = 0;
   int64_t max_measured_over_planned_permille = 0;  // max over steps of 1000·measured/planned
-  int64_t prompt_cache_hits = 0;       // sequences that started from a cached state
-  int64_t prompt_cache_tokens = 0;     // prompt tokens those hits did not recompute
+  int64_t prompt_cache_hits = 0;                   // sequences that started from a cached state
+  int64_t prompt_cache_tokens = 0;                 // prompt tokens those hits did not recompute
   int64_t prompt_cache_evictions = 0;
-  int64_t prompt_cache_entries = 0;    // now
-  int64_t prompt_cache_bytes = 0;      // now: pool bytes the cache holds (part of the idle baseline)
+  int64_t prompt_cache_entries = 0;  // now
+  int64_t prompt_cache_bytes = 0;    // now: pool bytes the cache holds (part of the idle baseline)
 };
 
-// What a model needs before it can serve anything: the bytes loaded so far (the pool's in_use: weights and their
-// f32 copies), one sequence's state at a minimal context, and the smallest step (one token, with its logits).
+// What a model needs before it can serve anything: the bytes loaded so far (the pool's in_use: weights and
+// their f32 copies), one sequence's state at a minimal context, and the smallest step (one token, with its
+// logits).
 struct StartupFootprint {
   int64_t loaded = 0;
-  int64_t state = 0;        // one sequence holding `context` tokens
-  int64_t step = 0;         // transient of a one-token step
-  int64_t context = 0;      // tokens
+  int64_t state = 0;    // one sequence holding `context` tokens
+  int64_t step = 0;     // transient of a one-token step
+  int64_t context = 0;  // tokens
   int64_t total() const { return loaded + state + step; }
 };
 StartupFootprint startup_footprint(const Model& model, const MemoryPool& pool, int64_t context = 2);
-// The check every command makes after loading (run, serve, bench): throws Error(out_of_memory) giving each of the
-// footprint's numbers and the pool's limit when they do not fit. `context`: the smallest context the command can
-// work with (2: one prompt token and one generated token).
+// The check every command makes after loading (run, serve, bench): throws Error(out_of_memory) giving each of
+// the footprint's numbers and the pool's limit when they do not fit. `context`: the smallest context the
+// command can work with (2: one prompt token and one generated token).
 void check_startup_memory(const Model& model, const MemoryPool& pool, int64_t context = 2);
 
 class Scheduler {
@@ -77,19 +79,21 @@ class Scheduler {
   Scheduler(Model& model, MemoryPool& pool, SchedulerConfig config);
   ~Scheduler();
 
-  // Admission: refuses at once (Error context_length_exceeded, with the token or byte counts) a request that can
-  // never fit — prompt + 1 > ctx_size, or its smallest step over an empty pool exceeds the limit. Otherwise queues
-  // it and returns its id. The request's sink hears nothing for a refusal: the caller answers it.
+  // Admission: refuses at once (Error context_length_exceeded, with the token or byte counts) a request that
+  // can never fit — prompt + 1 > ctx_size, or its smallest step over an empty pool exceeds the limit.
+  // Otherwise queues it and returns its id. The request's sink hears nothing for a refusal: the caller
+  // answers it.
   uint64_t submit(Request request);
-  // The admission check alone (const, safe from any thread while another runs steps): throws as submit() does.
+  // The admission check alone (const, safe from any thread while another runs steps): throws as submit()
+  // does.
   void check_admission(const Request& request) const;
   // Plans and runs one step (or a reclaim). Returns false when there was nothing to do.
   bool step();
   // Runs steps until every request has finished.
   void run_until_idle();
 
-  // Hook for reclaiming memory held outside the scheduler: frees what it can, returns bytes freed. The scheduler
-  // empties its own prompt cache first.
+  // Hook for reclaiming memory held outside the scheduler: frees what it can, returns bytes freed. The
+  // scheduler empties its own prompt cache first.
   void set_reclaimer(std::function<int64_t()> reclaim) { reclaim_ = std::move(reclaim); }
   // Bytes the pool held at construction (or after the last set_baseline); when idle the pool holds this plus
   // stats().prompt_cache_bytes.
@@ -116,9 +120,13 @@ class Scheduler {
   void finish(Sequence& seq, FinishReason reason, const Error* error);
   void run_planned(const PlannedStep& plan);
   void drop_cancelled();
-  // The prompt cache: states kept after a request ends (and, for models whose state cannot be cut back, a copy
-  // taken when a prompt is fully in state), reused by a later sequence whose tokens start with theirs.
+  // The prompt cache: states kept after a request ends (and, for models whose state cannot be cut back, a
+  // copy taken when a prompt is in state up to its last token), reused by a later sequence whose tokens start
+  // with theirs.
   struct CacheEntry;
+  bool checkpoints_prompts() const {
+    return config_.prompt_cache_entries > 0 && !model_.can_truncate_states();
+  }
   void cache_lookup(Sequence& seq);
   void cache_insert(std::vector<int32_t> tokens, std::unique_ptr<SequenceState> state);
   int64_t cache_evict_one();  // bytes freed
@@ -129,7 +137,7 @@ class Scheduler {
   SchedulerConfig config_;
   std::atomic<int64_t> baseline_ = 0;
   uint64_t next_id_ = 1;
-  std::deque<std::unique_ptr<Sequence>> waiting_;  // FIFO; preempted sequences go back to the front
+  std::deque<std::unique_ptr<Sequence>> waiting_;   // FIFO; preempted sequences go back to the front
   std::vector<std::unique_ptr<Sequence>> running_;  // in admission order
   int64_t step_token_cap_;                          // halves after a failed step; doubles back after every
   int steps_since_failure_ = 0;                     // kStepsBeforeCapGrows steps that succeed

@@ -23,7 +23,8 @@ struct Submitted {
   std::optional<ErrorCode> refusal;
 };
 
-Submitted submit(Scheduler& s, std::vector<int32_t> prompt, int64_t max_new, std::vector<int32_t> stops = {}) {
+Submitted submit(Scheduler& s, std::vector<int32_t> prompt, int64_t max_new,
+                 std::vector<int32_t> stops = {}) {
   Submitted out;
   out.sink = std::make_shared<RecordingSink>();
   out.prompt = prompt;
@@ -136,7 +137,8 @@ TEST(Scheduler, DecodeTokensShareStepsWithALongPrefill) {
   Submitted long_one = submit(s, std::vector<int32_t>(3000, 4), 2);
   int64_t tokens_during_prefill = 0;
   while (long_one.sink->tokens.empty() && s.step()) tokens_during_prefill = short_one.sink->tokens.size();
-  // The long prompt needs ~94 steps of 32; the short stream kept going through them (finishing its 50 tokens).
+  // The long prompt needs ~94 steps of 32; the short stream kept going through them (finishing its 50
+  // tokens).
   EXPECT_EQ(tokens_during_prefill, 50);
   s.run_until_idle();
   EXPECT_EQ(long_one.sink->tokens, FakeModel::expected_output(long_one.prompt, 2, {}, 8192, 37));
@@ -161,7 +163,8 @@ TEST(Scheduler, CancelledRequestsEndAndFreeTheirMemory) {
 
 TEST(Scheduler, FailureAtEveryAllocationOfAShortRequest) {
   FakeSizes sz;
-  std::vector<int32_t> prompt = {5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28};
+  std::vector<int32_t> prompt = {5,  6,  7,  8,  9,  10, 11, 12, 13, 14, 15, 16,
+                                 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28};
   std::vector<int32_t> want = FakeModel::expected_output(prompt, 12, {}, 1024, sz.vocab);
   int64_t clean_allocations;
   {
@@ -250,7 +253,8 @@ TEST(Scheduler, PropertiesOverRandomWorkloads) {
         EXPECT_EQ(r.sink->error_code, ErrorCode::out_of_memory) << r.sink->error_message;
         continue;
       }
-      EXPECT_EQ(r.sink->tokens, FakeModel::expected_output(r.prompt, r.max_new, r.stops, cfg.ctx_size, sz.vocab));
+      EXPECT_EQ(r.sink->tokens,
+                FakeModel::expected_output(r.prompt, r.max_new, r.stops, cfg.ctx_size, sz.vocab));
     }
   }
 }
@@ -277,11 +281,13 @@ TEST(Scheduler, PromptCacheReusesTheLongestPrefix) {
     Submitted b = submit(s, p2, 6);
     s.run_until_idle();
     EXPECT_FALSE(b.refused);
-    EXPECT_EQ(b.sink->reason, FinishReason::length) << finish_reason_name(b.sink->reason) << " " << b.sink->error_message;
+    EXPECT_EQ(b.sink->reason, FinishReason::length)
+        << finish_reason_name(b.sink->reason) << " " << b.sink->error_message;
     EXPECT_EQ(b.sink->finishes, 1) << b.sink->error_message << finish_reason_name(b.sink->reason);
     EXPECT_EQ(b.sink->tokens, FakeModel::expected_output(p2, 6, {}, 1024, sz.vocab));
     EXPECT_EQ(s.stats().prompt_cache_hits, 1);
-    EXPECT_EQ(s.stats().prompt_cache_tokens, 109);  // 100 prompt + 9 of the 10 generated (the last was not fed)
+    EXPECT_EQ(s.stats().prompt_cache_tokens,
+              109);  // 100 prompt + 9 of the 10 generated (the last was not fed)
     // Turn 3 diverges inside turn 2's answer (a template that drops past reasoning does this): the prompt-end
     // checkpoint (recurrent) or a cut-back state (attention-like) still saves the shared prefix.
     std::vector<int32_t> p3 = p2;
@@ -290,7 +296,20 @@ TEST(Scheduler, PromptCacheReusesTheLongestPrefix) {
     s.run_until_idle();
     EXPECT_EQ(c.sink->tokens, FakeModel::expected_output(p3, 4, {}, 1024, sz.vocab));
     EXPECT_EQ(s.stats().prompt_cache_hits, 2);
-    EXPECT_EQ(s.stats().prompt_cache_tokens, 109 + static_cast<int64_t>(p2.size()));
+    // Recurrent: the checkpoint one token short of p2's end; attention-like: turn 2's state cut back to p2.
+    const int64_t turn3 = static_cast<int64_t>(p2.size()) - (recurrent ? 1 : 0);
+    EXPECT_EQ(s.stats().prompt_cache_tokens, 109 + turn3);
+    EXPECT_EQ(pool.in_use(), s.stats().prompt_cache_bytes);
+    // The same prompt twice more (a retry, a regenerate): all but its last token come from the cache each
+    // time.
+    for (int again = 0; again < 2; ++again) {
+      Submitted d = submit(s, p3, 4);
+      s.run_until_idle();
+      EXPECT_EQ(d.sink->tokens, c.sink->tokens);
+      EXPECT_EQ(s.stats().prompt_cache_hits, 3 + again);
+      EXPECT_EQ(s.stats().prompt_cache_tokens,
+                109 + turn3 + (again + 1) * (static_cast<int64_t>(p3.size()) - 1));
+    }
     EXPECT_EQ(pool.in_use(), s.stats().prompt_cache_bytes);
   }
 }
