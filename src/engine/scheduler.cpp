@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <limits>
 
 #include "core/sysmem.h"
 
@@ -132,7 +133,7 @@ int64_t Scheduler::capacity_for(const Request& r) const {
 }
 
 int64_t Scheduler::growth_bytes(const Sequence& seq, int64_t n_tokens) const {
-  int64_t held = seq.state ? seq.state->bytes() : 0;
+  int64_t held = seq.state ? seq.state->bytes() - seq.state->checkpoint_bytes() : 0;
   return std::max<int64_t>(0,
                            model_.state_bytes(seq.in_state() + n_tokens, capacity_for(seq.request)) - held);
 }
@@ -211,13 +212,11 @@ std::optional<PlannedStep> Scheduler::plan_once(bool& constrained) {
     if (seq->remaining() <= 1) continue;
     int64_t n_max = std::min(seq->remaining(), step_token_cap_ - tokens);
     n_max = std::min(n_max, config_.prefill_chunk_size);
-    // A model whose states cannot be cut back checkpoints its prompt one token short of the end (the prompt
-    // cache's entry: the same prompt again, or any prompt that extends it, starts there). The chunk stops at
-    // that token; the last prompt token then goes with the decode tokens.
-    if (checkpoints_prompts()) {
-      const int64_t to_checkpoint = seq->n_prompt - 1 - seq->in_state();
-      if (to_checkpoint > 0) n_max = std::min(n_max, to_checkpoint);
-    }
+    // A model whose states cannot be cut back keeps checkpoints in the prompt (chunk ends, the request's
+    // positions, and one token short of the end: the same prompt again, or any prompt that extends it, starts
+    // there). The chunk stops at the next such position; the last prompt token then goes with the decode
+    // tokens.
+    if (checkpoints_prompts()) n_max = std::min(n_max, next_checkpoint(*seq) - seq->in_state());
     if (n_max <= 0) break;
     auto try_n = [&](int64_t n) {
       shape.push_back(shape_of(*seq, n));
@@ -265,6 +264,10 @@ bool Scheduler::step() {
   // retryable error.
   if (cache_evict_one() > 0) return true;
   if (reclaim_ && reclaim_() > 0) return true;
+  int64_t dropped = 0;  // running sequences' prompt checkpoints
+  for (auto& s : running_)
+    if (s->state) dropped += model_.drop_checkpoints(*s->state);
+  if (dropped > 0) return true;
   int holders = 0;
   for (auto& s : running_) holders += s->state ? 1 : 0;
   if (holders >= 2 && preempt_least_advanced(nullptr)) return true;
@@ -465,17 +468,14 @@ void Scheduler::run_planned(const PlannedStep& plan) {
     }
   }
   logits = Tensor();
-  // A prompt now in state up to its last token, for a model whose state cannot be cut back later: keep a copy
-  // (plan_once stopped the chunk there) for the same prompt again and for the next turn.
+  // Checkpoints inside the prompt (a chunk's end, or a position plan_once stopped the chunk at) for a model
+  // whose state cannot be cut back: the prompt cache can then reuse this state up to there.
   if (checkpoints_prompts()) {
     for (Sequence* sp : seqs) {
       Sequence& s = *sp;
-      if (!s.state || s.cancelled() || s.n_generated != 0 || s.n_prompt < 2 || s.in_state() != s.n_prompt - 1)
-        continue;
+      if (!s.state || s.cancelled() || s.n_generated != 0 || s.in_state() >= s.n_prompt) continue;
       try {
-        if (auto copy = model_.copy_state(*s.state))
-          cache_insert(std::vector<int32_t>(s.tokens.begin(), s.tokens.begin() + s.n_prompt - 1),
-                       std::move(copy));
+        model_.checkpoint_state(*s.state);
       } catch (const Error& e) {
         if (e.code() != ErrorCode::out_of_memory) throw;  // no room for a checkpoint: go on without it
       }
@@ -510,36 +510,28 @@ void Scheduler::cache_lookup(Sequence& seq) {
     if (e.state->capacity() < capacity) continue;
     int64_t n = std::min<int64_t>(static_cast<int64_t>(e.tokens.size()), usable), k = 0;
     while (k < n && e.tokens[static_cast<size_t>(k)] == seq.tokens[static_cast<size_t>(k)]) ++k;
-    if (k == 0 || k <= best_len) continue;
-    if (k < static_cast<int64_t>(e.tokens.size()) &&
-        !(model_.can_truncate_states() && model_.truncate_state(*e.state, k)))
-      continue;
-    if (k < static_cast<int64_t>(e.tokens.size())) cache_[i].tokens.resize(static_cast<size_t>(k));
+    k = model_.truncation_point(*e.state, k);  // all of it, or back to a checkpoint (recurrent layers)
+    if (k <= best_len) continue;
     best = i;
     best_len = k;
   }
   if (best == cache_.size()) return;
+  CacheEntry& e = cache_[best];
+  if (best_len < e.state->tokens() && !model_.truncate_state(*e.state, best_len)) return;
+  seq.state = std::move(e.state);
   seq.cached_tokens = best_len;
-  // A prompt checkpoint stays for the next prompt that shares it when there is room for a copy; else it
-  // moves.
-  std::unique_ptr<SequenceState> copy;
-  if (checkpoints_prompts()) {
-    try {
-      copy = model_.copy_state(*cache_[best].state);
-    } catch (const Error& e) {
-      if (e.code() != ErrorCode::out_of_memory) throw;
-    }
-  }
-  if (copy) {
-    seq.state = std::move(copy);
-    cache_[best].last_used = ++cache_clock_;
-  } else {
-    seq.state = std::move(cache_[best].state);
-    cache_.erase(cache_.begin() + static_cast<long>(best));
-  }
+  cache_.erase(cache_.begin() + static_cast<long>(best));
   ++stats_.prompt_cache_hits;
   stats_.prompt_cache_tokens += best_len;
   update_cache_stats();
+}
+
+int64_t Scheduler::next_checkpoint(const Sequence& seq) const {
+  const int64_t at = seq.in_state();
+  int64_t next = seq.n_prompt - 1;
+  for (int64_t p : seq.request.checkpoints)
+    if (p > at && p < next) next = p;
+  return next > at ? next : std::numeric_limits<int64_t>::max() / 2;
 }
 
 void Scheduler::cache_insert(std::vector<int32_t> tokens, std::unique_ptr<SequenceState> state) {

@@ -120,10 +120,13 @@ class Scheduler {
   void finish(Sequence& seq, FinishReason reason, const Error* error);
   void run_planned(const PlannedStep& plan);
   void drop_cancelled();
-  // The prompt cache: states kept after a request ends (and, for models whose state cannot be cut back, a
-  // copy taken when a prompt is in state up to its last token), reused by a later sequence whose tokens start
-  // with theirs.
+  // The prompt cache: states kept after a request ends, reused by a later sequence whose tokens start with
+  // theirs — cut back to the shared prefix, or (models whose state cannot be cut back anywhere) to the
+  // state's last checkpoint inside it.
   struct CacheEntry;
+  // The next prompt position past the sequence's state where it keeps a checkpoint (see
+  // Request::checkpoints).
+  int64_t next_checkpoint(const Sequence& seq) const;
   bool checkpoints_prompts() const {
     return config_.prompt_cache_entries > 0 && !model_.can_truncate_states();
   }

@@ -1,5 +1,6 @@
 #include "models/decoder.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "backend/cpu/thread_pool.h"
@@ -19,7 +20,9 @@ DecoderModel::DecoderModel(Backend& be, DecoderSpec spec, std::vector<DecoderLay
     }
 }
 
-int DecoderModel::n_threads() const { return be_.threads() ? be_.threads()->size() : 1; }
+int DecoderModel::n_threads() const {
+  return be_.threads() ? be_.threads()->size() : 1;
+}
 
 int64_t DecoderModel::state_bytes(int64_t, int64_t capacity) const {
   int64_t bytes = 0;
@@ -29,7 +32,8 @@ int64_t DecoderModel::state_bytes(int64_t, int64_t capacity) const {
 }
 
 std::unique_ptr<SequenceState> DecoderModel::new_state(int64_t capacity) {
-  if (capacity < 1) throw_error(ErrorCode::invalid_argument, "new_state: capacity {} (must be ≥ 1)", capacity);
+  if (capacity < 1)
+    throw_error(ErrorCode::invalid_argument, "new_state: capacity {} (must be ≥ 1)", capacity);
   auto state = std::make_unique<DecoderState>();
   state->capacity_ = capacity;
   state->caches.resize(n_parts_);
@@ -47,7 +51,7 @@ std::unique_ptr<SequenceState> DecoderModel::copy_state(const SequenceState& sta
   std::unique_ptr<SequenceState> copy = new_state(src.capacity_);
   auto& dst = static_cast<DecoderState&>(*copy);
   for (size_t i = 0; i < src.caches.size(); ++i) {
-    const LayerCache &a = src.caches[i];
+    const LayerCache& a = src.caches[i];
     LayerCache& b = dst.caches[i];
     if (a.k.defined() && src.tokens_ > 0) {  // KV rows past tokens() hold nothing
       const size_t row = static_cast<size_t>(a.k.stride_bytes(0)), n = static_cast<size_t>(src.tokens_);
@@ -64,9 +68,70 @@ std::unique_ptr<SequenceState> DecoderModel::copy_state(const SequenceState& sta
 
 bool DecoderModel::truncate_state(SequenceState& state, int64_t tokens) {
   auto& st = dynamic_cast<DecoderState&>(state);
-  if (recurrent_ || tokens < 0 || tokens > st.tokens_) return false;
+  if (tokens < 0 || tokens > st.tokens_) return false;
+  if (recurrent_ && tokens != st.tokens_) {
+    auto c = std::find_if(st.checkpoints_.begin(), st.checkpoints_.end(),
+                          [&](const DecoderState::Checkpoint& k) { return k.tokens == tokens; });
+    if (c == st.checkpoints_.end()) return false;
+    for (size_t i = 0; i < st.caches.size(); ++i) {
+      LayerCache& to = st.caches[i];
+      if (c->conv[i].defined())
+        std::memcpy(to.conv.data(), c->conv[i].data(), static_cast<size_t>(to.conv.nbytes()));
+      if (c->recurrent[i].defined())
+        std::memcpy(to.recurrent.data(), c->recurrent[i].data(), static_cast<size_t>(to.recurrent.nbytes()));
+    }
+    while (st.checkpoints_.back().tokens > tokens) {  // they hold tokens now forgotten
+      st.checkpoint_bytes_ -= st.checkpoints_.back().bytes;
+      st.checkpoints_.pop_back();
+    }
+  }
   st.tokens_ = tokens;
   return true;
+}
+
+bool DecoderModel::checkpoint_state(SequenceState& state) {
+  if (!recurrent_) return false;
+  auto& st = dynamic_cast<DecoderState&>(state);
+  if (!st.checkpoints_.empty() && st.checkpoints_.back().tokens == st.tokens_) return true;
+  DecoderState::Checkpoint c;
+  c.tokens = st.tokens_;
+  c.conv.resize(st.caches.size());
+  c.recurrent.resize(st.caches.size());
+  auto copy = [&](const Tensor& from, Tensor& to) {
+    if (!from.defined()) return;
+    to = Tensor::empty(be_.pool(), from.dtype(), from.shape().data(), from.ndim(), "state checkpoint");
+    std::memcpy(to.data(), from.data(), static_cast<size_t>(from.nbytes()));
+    c.bytes += from.nbytes();
+  };
+  for (size_t i = 0; i < st.caches.size(); ++i) {
+    copy(st.caches[i].conv, c.conv[i]);
+    copy(st.caches[i].recurrent, c.recurrent[i]);
+  }
+  st.checkpoint_bytes_ += c.bytes;
+  st.checkpoints_.push_back(std::move(c));
+  if (st.checkpoints_.size() > kMaxCheckpoints) {
+    st.checkpoint_bytes_ -= st.checkpoints_.front().bytes;
+    st.checkpoints_.erase(st.checkpoints_.begin());
+  }
+  return true;
+}
+
+int64_t DecoderModel::truncation_point(const SequenceState& state, int64_t tokens) const {
+  const auto& st = dynamic_cast<const DecoderState&>(state);
+  if (tokens >= st.tokens_) return st.tokens_;
+  if (!recurrent_) return std::max<int64_t>(tokens, 0);
+  int64_t best = 0;
+  for (const DecoderState::Checkpoint& c : st.checkpoints_)
+    if (c.tokens <= tokens) best = c.tokens;
+  return best;
+}
+
+int64_t DecoderModel::drop_checkpoints(SequenceState& state) {
+  auto& st = dynamic_cast<DecoderState&>(state);
+  const int64_t freed = st.checkpoint_bytes_;
+  st.checkpoints_.clear();
+  st.checkpoint_bytes_ = 0;
+  return freed;
 }
 
 // The allocations below mirror forward() one for one.
@@ -93,7 +158,8 @@ int64_t DecoderModel::step_transient_bytes(std::span<const StepShapeItem> step) 
     m.alloc(f32_bytes(L * spec_.hidden));
     m.free(hidden);
     m.alloc(f32_bytes(L * spec_.vocab));
-    m.workspace(ops::matmul_workspace_bytes(L, spec_.hidden, spec_.vocab, spec_.lm_head.dtype(), s.n_threads));
+    m.workspace(
+        ops::matmul_workspace_bytes(L, spec_.hidden, spec_.vocab, spec_.lm_head.dtype(), s.n_threads));
   }
   return m.peak();
 }
@@ -109,8 +175,8 @@ Tensor DecoderModel::forward(std::span<const StepItem> step) {
     if (!st) throw_error(ErrorCode::internal, "{}: a step item without this model's state", spec_.model_type);
     const int64_t n = static_cast<int64_t>(item.tokens.size());
     if (n < 1 || item.n_logits < 0 || item.n_logits > n)
-      throw_error(ErrorCode::invalid_argument, "{}: a step item of {} tokens asking for {} logits", spec_.model_type,
-                  n, item.n_logits);
+      throw_error(ErrorCode::invalid_argument, "{}: a step item of {} tokens asking for {} logits",
+                  spec_.model_type, n, item.n_logits);
     if (st->tokens_ + n > st->capacity_)
       throw_error(ErrorCode::invalid_argument, "{}: {} + {} tokens exceed the sequence's capacity of {}",
                   spec_.model_type, st->tokens_, n, st->capacity_);
@@ -135,17 +201,21 @@ Tensor DecoderModel::forward(std::span<const StepItem> step) {
   if (spec_.rope) {
     positions = Tensor::empty(pool, DType::i32, {T}, "token positions");
     for (const ItemRows& it : ctx.items)
-      for (int64_t j = 0; j < it.n; ++j) positions.ptr<int32_t>()[it.begin + j] = static_cast<int32_t>(it.past + j);
+      for (int64_t j = 0; j < it.n; ++j)
+        positions.ptr<int32_t>()[it.begin + j] = static_cast<int32_t>(it.past + j);
     ctx.rope_table = Tensor::empty(pool, DType::f32, {T, spec_.rope->rotary_dim()}, "rope cos/sin table");
-    spec_.rope->fill(be_, std::span<const int32_t>(positions.ptr<int32_t>(), static_cast<size_t>(T)), ctx.rope_table);
+    spec_.rope->fill(be_, std::span<const int32_t>(positions.ptr<int32_t>(), static_cast<size_t>(T)),
+                     ctx.rope_table);
   }
   if (observer_) observer_(0, hidden);
 
   size_t slot = 0;
   for (size_t l = 0; l < layers_.size(); ++l) {
     bool all_cancelled = !step.empty();
-    for (const StepItem& item : step) all_cancelled = all_cancelled && item.cancelled && item.cancelled->load();
-    if (all_cancelled) throw_error(ErrorCode::cancelled, "{}: step cancelled at layer {}", spec_.model_type, l);
+    for (const StepItem& item : step)
+      all_cancelled = all_cancelled && item.cancelled && item.cancelled->load();
+    if (all_cancelled)
+      throw_error(ErrorCode::cancelled, "{}: step cancelled at layer {}", spec_.model_type, l);
     for (const Residual& r : layers_[l].parts) {
       Tensor normed = Tensor::empty(pool, DType::f32, {T, d}, "normed hidden states");
       ops::rms_norm(be_, hidden, r.norm, normed, spec_.norm);
@@ -178,7 +248,8 @@ Tensor DecoderModel::forward(std::span<const StepItem> step) {
     logits = Tensor::empty(pool, DType::f32, {0, spec_.vocab}, "logits");
   }
   // Every allocation of the step has succeeded: the states now hold these tokens.
-  for (size_t i = 0; i < step.size(); ++i) static_cast<DecoderState*>(step[i].state)->tokens_ += ctx.items[i].n;
+  for (size_t i = 0; i < step.size(); ++i)
+    static_cast<DecoderState*>(step[i].state)->tokens_ += ctx.items[i].n;
   return logits;
 }
 

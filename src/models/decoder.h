@@ -2,8 +2,9 @@
 // layers; this class runs them eagerly with explicit lifetimes:
 //
 //   hidden [T, d] = embed(tokens of every item, concatenated)
-//   for each layer, for each residual part:  hidden += block(rms_norm(hidden) · w)      (intermediates freed here)
-//   logits [L, V] = lm_head(rms_norm(rows of hidden that need logits) · w_final)       (L = Σ n_logits, never T×V)
+//   for each layer, for each residual part:  hidden += block(rms_norm(hidden) · w)      (intermediates freed
+//   here) logits [L, V] = lm_head(rms_norm(rows of hidden that need logits) · w_final)       (L = Σ n_logits,
+//   never T×V)
 //
 // and states its memory up front: state_bytes = Σ blocks' cache bytes for the capacity (KV for the whole
 // capacity at new_state); step_transient_bytes replays forward()'s allocations in order (MemPlan).
@@ -45,18 +46,28 @@ struct DecoderSpec {
 };
 
 // A sequence's state: one LayerCache per residual part (empty for stateless blocks), from the pool.
+// Models with recurrent layers may keep checkpoints: copies of every conv and recurrent state at an earlier
+// token count (ascending), so the state can be cut back there (KV rows past it are simply forgotten).
 class DecoderState final : public SequenceState {
  public:
   int64_t tokens() const override { return tokens_; }
-  int64_t bytes() const override { return bytes_; }
+  int64_t bytes() const override { return bytes_ + checkpoint_bytes_; }
+  int64_t checkpoint_bytes() const override { return checkpoint_bytes_; }
   int64_t capacity() const override { return capacity_; }
 
  private:
   friend class DecoderModel;
+  struct Checkpoint {
+    int64_t tokens = 0;
+    int64_t bytes = 0;
+    std::vector<Tensor> conv, recurrent;  // per residual part; undefined where the part has none
+  };
   int64_t tokens_ = 0;
   int64_t bytes_ = 0;
   int64_t capacity_ = 0;
   std::vector<LayerCache> caches;
+  std::vector<Checkpoint> checkpoints_;
+  int64_t checkpoint_bytes_ = 0;
 };
 
 class DecoderModel final : public Model {
@@ -74,10 +85,15 @@ class DecoderModel final : public Model {
   std::unique_ptr<SequenceState> copy_state(const SequenceState& state) override;
   bool can_truncate_states() const override { return !recurrent_; }
   bool truncate_state(SequenceState& state, int64_t tokens) override;
+  bool checkpoint_state(SequenceState& state) override;
+  int64_t truncation_point(const SequenceState& state, int64_t tokens) const override;
+  int64_t drop_checkpoints(SequenceState& state) override;
+  static constexpr size_t kMaxCheckpoints = 8;  // per state, the newest kept
 
   int64_t num_layers() const { return static_cast<int64_t>(layers_.size()); }
   Backend& backend() const { return be_; }
-  // Test hook: called with the residual stream [T, d] after the embedding (index 0) and after layer i (i + 1).
+  // Test hook: called with the residual stream [T, d] after the embedding (index 0) and after layer i (i +
+  // 1).
   void set_hidden_observer(std::function<void(int64_t, const Tensor&)> fn) { observer_ = std::move(fn); }
 
  private:

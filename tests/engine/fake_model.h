@@ -1,7 +1,8 @@
-// A fake model for the scheduler simulator: configurable byte sizes, real pool allocations (so failure injection
-// and limits are real), a recurrent state (a running hash of every token fed) updated in place in the middle of
-// the forward pass, and a next token that is a pure function of all tokens so far. The expected output of any
-// request is therefore computable without the scheduler (expected_output), whatever the chunking or preemption.
+// A fake model for the scheduler simulator: configurable byte sizes, real pool allocations (so failure
+// injection and limits are real), a recurrent state (a running hash of every token fed) updated in place in
+// the middle of the forward pass, and a next token that is a pure function of all tokens so far. The expected
+// output of any request is therefore computable without the scheduler (expected_output), whatever the
+// chunking or preemption.
 #pragma once
 #include <algorithm>
 #include <optional>
@@ -17,15 +18,15 @@
 namespace keel::testing {
 
 struct FakeSizes {
-  int64_t per_sequence = 4096;      // bytes of fixed state (the "SSM state")
-  int64_t per_token = 64;           // bytes of KV per token
-  int64_t block_tokens = 16;        // KV allocation granularity
-  int64_t fixed_transient = 1024;   // bytes per step regardless of size
-  int64_t act_per_token = 512;      // activation bytes per step token
+  int64_t per_sequence = 4096;     // bytes of fixed state (the "SSM state")
+  int64_t per_token = 64;          // bytes of KV per token
+  int64_t block_tokens = 16;       // KV allocation granularity
+  int64_t fixed_transient = 1024;  // bytes per step regardless of size
+  int64_t act_per_token = 512;     // activation bytes per step token
   int64_t vocab = 37;
-  int layers = 3;                   // the state is updated in layer 1; allocations happen in every layer
+  int layers = 3;  // the state is updated in layer 1; allocations happen in every layer
   bool recurrent = true;
-  double use_fraction = 1.0;        // share of the planned activation bytes forward really allocates
+  double use_fraction = 1.0;  // share of the planned activation bytes forward really allocates
 };
 
 inline uint64_t mix(uint64_t h, int32_t token) {
@@ -39,13 +40,24 @@ class FakeState final : public SequenceState {
   int64_t bytes() const override {
     int64_t b = fixed_.bytes();
     for (const auto& a : blocks_) b += a.bytes();
+    return b + checkpoint_bytes();
+  }
+  int64_t checkpoint_bytes() const override {
+    int64_t b = 0;
+    for (const auto& c : checkpoints_) b += c.copy.bytes();
     return b;
   }
+  struct Checkpoint {
+    int64_t tokens = 0;
+    uint64_t hash = 1;
+    Allocation copy;  // what a real model would copy: the per-sequence part
+  };
   int64_t tokens_ = 0;
   uint64_t hash_ = 1;
   std::vector<uint64_t> history_;  // hash after each token (lets a non-recurrent fake be cut back)
   Allocation fixed_;
   std::vector<Allocation> blocks_;
+  std::vector<Checkpoint> checkpoints_;  // recurrent fake: ascending tokens, the newest 8
 };
 
 class FakeModel final : public Model {
@@ -89,12 +101,47 @@ class FakeModel final : public Model {
   bool truncate_state(SequenceState& state, int64_t tokens) override {
     auto& st = static_cast<FakeState&>(state);
     if (tokens == st.tokens_) return true;
-    if (s_.recurrent || tokens > st.tokens_) return false;
+    if (tokens < 0 || tokens > st.tokens_) return false;
+    if (s_.recurrent) {
+      auto c = std::find_if(st.checkpoints_.begin(), st.checkpoints_.end(),
+                            [&](const FakeState::Checkpoint& k) { return k.tokens == tokens; });
+      if (c == st.checkpoints_.end()) return false;
+      st.hash_ = c->hash;
+      while (st.checkpoints_.back().tokens > tokens) st.checkpoints_.pop_back();
+    } else {
+      st.hash_ = tokens ? st.history_[static_cast<size_t>(tokens) - 1] : 1;
+    }
     st.history_.resize(static_cast<size_t>(tokens));
     st.tokens_ = tokens;
-    st.hash_ = tokens ? st.history_.back() : 1;
     return true;
   }
+  bool checkpoint_state(SequenceState& state) override {
+    if (!s_.recurrent) return false;
+    auto& st = static_cast<FakeState&>(state);
+    if (!st.checkpoints_.empty() && st.checkpoints_.back().tokens == st.tokens_) return true;
+    FakeState::Checkpoint c{st.tokens_, st.hash_, pool_.allocate(s_.per_sequence, "fake checkpoint")};
+    st.checkpoints_.push_back(std::move(c));
+    if (st.checkpoints_.size() > 8) st.checkpoints_.erase(st.checkpoints_.begin());
+    ++checkpoints;
+    return true;
+  }
+  int64_t truncation_point(const SequenceState& state, int64_t tokens) const override {
+    const auto& st = static_cast<const FakeState&>(state);
+    if (tokens >= st.tokens_) return st.tokens_;
+    if (!s_.recurrent) return std::max<int64_t>(tokens, 0);
+    int64_t best = 0;
+    for (const auto& c : st.checkpoints_)
+      if (c.tokens <= tokens) best = c.tokens;
+    return best;
+  }
+  int64_t drop_checkpoints(SequenceState& state) override {
+    auto& st = static_cast<FakeState&>(state);
+    int64_t freed = 0;
+    for (const auto& c : st.checkpoints_) freed += c.copy.bytes();
+    st.checkpoints_.clear();
+    return freed;
+  }
+  int64_t checkpoints = 0;
   int64_t copies = 0;
 
   Tensor forward(std::span<const StepItem> step) override {
@@ -139,9 +186,12 @@ class FakeModel final : public Model {
     return logits;
   }
 
-  static int32_t next_token(uint64_t hash, int64_t vocab) { return static_cast<int32_t>((hash >> 17) % vocab); }
+  static int32_t next_token(uint64_t hash, int64_t vocab) {
+    return static_cast<int32_t>((hash >> 17) % vocab);
+  }
 
-  // The tokens a request must produce: greedy over the hash chain, until a stop token, max_new or the context end.
+  // The tokens a request must produce: greedy over the hash chain, until a stop token, max_new or the context
+  // end.
   static std::vector<int32_t> expected_output(const std::vector<int32_t>& prompt, int64_t max_new,
                                               const std::vector<int32_t>& stops, int64_t ctx, int64_t vocab) {
     uint64_t h = 1;

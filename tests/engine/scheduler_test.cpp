@@ -321,6 +321,7 @@ TEST(Scheduler, PromptCacheGivesWayToWork) {
   Scheduler s(model, pool, {.n_slots = 1, .ctx_size = 400, .prefill_chunk_size = 64});
   Submitted a = submit(s, std::vector<int32_t>(150, 1), 3);
   s.run_until_idle();
+  EXPECT_EQ(a.sink->reason, FinishReason::length) << a.sink->error_message;
   int64_t cached = s.stats().prompt_cache_bytes;
   EXPECT_GT(cached, 0);
   // A different prompt that needs the room the cache holds.

@@ -269,7 +269,7 @@ inline void check_batch_invariance(const std::string& name) {
 
 // The prompt cache's operations: a copied state continues exactly as the original (bitwise); an attention-only
 // model's state cut back to t tokens and fed tokens t.. again gives the logits of the uncut run; a recurrent one
-// refuses the cut and stays unchanged.
+// refuses the cut and stays unchanged, unless it kept a checkpoint at t.
 inline void check_state_copy_and_truncate(const std::string& name) {
   Reference ref(name);
   ModelUnderTest m(fixture_dir(name));
@@ -296,6 +296,28 @@ inline void check_state_copy_and_truncate(const std::string& name) {
   } else {
     EXPECT_FALSE(m.model().truncate_state(*b, 60));
     EXPECT_EQ(b->tokens(), 110);
+    EXPECT_EQ(m.model().truncation_point(*b, 60), 0);
+    // A checkpoint at 60 lets the state return there: fed tokens 60.. again after a detour to 90, it gives the
+    // bits of a state that took the same pieces without the detour.
+    auto c = m.model().new_state(200);
+    run(c.get(), 0, 60);
+    const int64_t plain = c->bytes();
+    ASSERT_TRUE(m.model().checkpoint_state(*c));
+    EXPECT_GT(c->checkpoint_bytes(), 0);
+    EXPECT_EQ(c->bytes(), plain + c->checkpoint_bytes());
+    run(c.get(), 60, 30);
+    EXPECT_EQ(m.model().truncation_point(*c, 75), 60);
+    EXPECT_EQ(m.model().truncation_point(*c, 59), 0);
+    EXPECT_EQ(m.model().truncation_point(*c, 95), 90);
+    ASSERT_TRUE(m.model().truncate_state(*c, 60));
+    EXPECT_EQ(c->tokens(), 60);
+    const std::vector<float> lc = run(c.get(), 60, 50);
+    auto d = m.model().new_state(200);
+    run(d.get(), 0, 60);
+    const std::vector<float> ld = run(d.get(), 60, 50);
+    EXPECT_EQ(std::memcmp(lc.data(), ld.data(), lc.size() * 4), 0);
+    EXPECT_GT(m.model().drop_checkpoints(*c), 0);
+    EXPECT_EQ(c->bytes(), d->bytes());
   }
 }
 

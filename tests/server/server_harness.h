@@ -1,6 +1,7 @@
-// A real server in the test process: a model folder loaded by the normal loader, its tokenizer and chat template,
-// the engine, and HttpServer listening on 127.0.0.1 at a free port. Tokens are chosen by ExactGreedy, written
-// here: argmax with log-probabilities from a float64 log-softmax, so logprobs have an oracle keel did not compute.
+// A real server in the test process: a model folder loaded by the normal loader, its tokenizer and chat
+// template, the engine, and HttpServer listening on 127.0.0.1 at a free port. Tokens are chosen by
+// ExactGreedy, written here: argmax with log-probabilities from a float64 log-softmax, so logprobs have an
+// oracle keel did not compute.
 #pragma once
 #include <gtest/gtest.h>
 #include <httplib.h>
@@ -22,8 +23,12 @@
 
 namespace keel::testing {
 
-inline std::string fixture_dir(const std::string& name) { return std::string(KEEL_SOURCE_DIR) + "/tests/fixtures/" + name; }
-inline std::string default_model_dir() { return std::string(KEEL_SOURCE_DIR) + "/models/keel-brown-nemotron-h-8m"; }
+inline std::string fixture_dir(const std::string& name) {
+  return std::string(KEEL_SOURCE_DIR) + "/tests/fixtures/" + name;
+}
+inline std::string default_model_dir() {
+  return std::string(KEEL_SOURCE_DIR) + "/models/keel-brown-nemotron-h-8m";
+}
 
 // Greedy (ties: lowest id), with log p from a float64 log-softmax of the logits and the top-k alternatives.
 class ExactGreedy final : public TokenChooser {
@@ -42,8 +47,9 @@ class ExactGreedy final : public TokenChooser {
     if (top_ > 0) {
       std::vector<int32_t> order(logits.size());
       std::iota(order.begin(), order.end(), 0);
-      std::partial_sort(order.begin(), order.begin() + top_, order.end(),
-                        [&](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
+      std::partial_sort(order.begin(), order.begin() + top_, order.end(), [&](int32_t a, int32_t b) {
+        return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+      });
       for (int k = 0; k < top_; ++k) t.top.push_back({order[k], static_cast<float>(logits[order[k]] - lse)});
     }
     return t;
@@ -63,7 +69,9 @@ class FailingModel final : public Model {
   const std::string& model_type() const override { return inner_.model_type(); }
   int64_t vocab_size() const override { return inner_.vocab_size(); }
   int64_t context_limit() const override { return inner_.context_limit(); }
-  int64_t state_bytes(int64_t tokens, int64_t capacity) const override { return inner_.state_bytes(tokens, capacity); }
+  int64_t state_bytes(int64_t tokens, int64_t capacity) const override {
+    return inner_.state_bytes(tokens, capacity);
+  }
   int64_t step_transient_bytes(std::span<const StepShapeItem> step) const override {
     return inner_.step_transient_bytes(step);
   }
@@ -77,6 +85,11 @@ class FailingModel final : public Model {
   std::unique_ptr<SequenceState> copy_state(const SequenceState& s) override { return inner_.copy_state(s); }
   bool can_truncate_states() const override { return inner_.can_truncate_states(); }
   bool truncate_state(SequenceState& s, int64_t tokens) override { return inner_.truncate_state(s, tokens); }
+  bool checkpoint_state(SequenceState& s) override { return inner_.checkpoint_state(s); }
+  int64_t truncation_point(const SequenceState& s, int64_t tokens) const override {
+    return inner_.truncation_point(s, tokens);
+  }
+  int64_t drop_checkpoints(SequenceState& s) override { return inner_.drop_checkpoints(s); }
 
  private:
   Model& inner_;
@@ -136,7 +149,9 @@ class InProcessServer {
   FailingModel& model() { return *failing_; }
 
   // What the pool holds with no request: the model, plus what the prompt cache keeps.
-  static int64_t idle_bytes(const EngineStats& s) { return s.baseline_bytes + s.scheduler.prompt_cache_bytes; }
+  static int64_t idle_bytes(const EngineStats& s) {
+    return s.baseline_bytes + s.scheduler.prompt_cache_bytes;
+  }
 
   // Waits until the engine is idle and the pool is back at its baseline (or the timeout passes).
   bool wait_idle(std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
@@ -162,6 +177,8 @@ class InProcessServer {
   std::unique_ptr<server::HttpServer> http_;
 };
 
-inline server::Json parse(const std::string& s) { return server::Json::parse(s); }
+inline server::Json parse(const std::string& s) {
+  return server::Json::parse(s);
+}
 
 }  // namespace keel::testing
