@@ -12,7 +12,7 @@ namespace {
 
 // The output parser's markers. When a tokenizer makes one of them a special token, its text must stay in the
 // output for the parser to see (llama-server's "preserved tokens"); other special tokens are dropped.
-constexpr std::array<std::string_view, 6> kParserMarkers = {"<think>",    "</think>",    "<tool_call>",
+constexpr std::array<std::string_view, 6> kParserMarkers = {"<think>",      "</think>",   "<tool_call>",
                                                             "</tool_call>", "<TOOLCALL>", "</TOOLCALL>"};
 
 std::vector<int32_t> shown_special_tokens(const tokenizer::Tokenizer& tok) {
@@ -32,7 +32,8 @@ TextOptions text_options(const ModelContext& ctx, const GenerationOptions& gen) 
   return t;
 }
 
-std::vector<int32_t> encode(const ModelContext& ctx, const std::string& text, bool add_special, const char* param) {
+std::vector<int32_t> encode(const ModelContext& ctx, const std::string& text, bool add_special,
+                            const char* param) {
   try {
     return ctx.tokenizer->encode(text, {.allow_special = true, .add_special_tokens = add_special});
   } catch (const Error& e) {
@@ -40,21 +41,59 @@ std::vector<int32_t> encode(const ModelContext& ctx, const std::string& text, bo
   }
 }
 
+// The length of the prefix `prompt` shares with the rendering of `in`, or 0 when the template refuses `in`
+// (some insist on a user message last) or nothing is shared.
+int64_t shared_prefix(const ModelContext& ctx, const chat::ChatInputs& in,
+                      const std::vector<int32_t>& prompt) {
+  std::vector<int32_t> ids;
+  try {
+    ids = ctx.tokenizer->encode(ctx.chat_template->render(in),
+                                {.allow_special = true, .add_special_tokens = false});
+  } catch (const std::exception&) {
+    return 0;
+  }
+  const size_t n = std::min(ids.size(), prompt.size());
+  size_t k = 0;
+  while (k < n && ids[k] == prompt[k]) ++k;
+  return static_cast<int64_t>(k);
+}
+
+// See PreparedPrompt::message_boundaries: two more renderings, the messages before the last one and all of
+// them, neither with the generation prompt.
+std::vector<int64_t> message_boundaries(const ModelContext& ctx, const chat::ChatInputs& in,
+                                        const std::vector<int32_t>& prompt) {
+  std::vector<int64_t> at;
+  chat::ChatInputs part = in;
+  part.add_generation_prompt = false;
+  if (in.messages.is_array() && in.messages.size() >= 2) {
+    part.messages = Json(std::vector<Json>(in.messages.begin(), in.messages.end() - 1));
+    at.push_back(shared_prefix(ctx, part, prompt));
+    part.messages = in.messages;
+  }
+  at.push_back(shared_prefix(ctx, part, prompt));
+  std::sort(at.begin(), at.end());
+  at.erase(std::unique(at.begin(), at.end()), at.end());
+  std::erase_if(at, [&](int64_t k) { return k <= 0 || k >= static_cast<int64_t>(prompt.size()) - 1; });
+  return at;
+}
+
 }  // namespace
 
 void check_model_name(const ModelContext& ctx, const std::string& requested) {
   if (requested.empty() || requested == ctx.model_id) return;
-  throw ApiError(400, "model_not_found",
-                 fmt::format("the model '{}' is not served here; this server serves '{}'", requested, ctx.model_id),
-                 "model");
+  throw ApiError(
+      400, "model_not_found",
+      fmt::format("the model '{}' is not served here; this server serves '{}'", requested, ctx.model_id),
+      "model");
 }
 
 PreparedPrompt prepare_chat(const ModelContext& ctx, const ChatRequest& request) {
   check_model_name(ctx, request.model);
   if (!ctx.chat_template)
-    throw ApiError(400, "unsupported",
-                   "this model has no chat template: use /v1/completions, or start keel with --chat-template FILE",
-                   "messages");
+    throw ApiError(
+        400, "unsupported",
+        "this model has no chat template: use /v1/completions, or start keel with --chat-template FILE",
+        "messages");
   chat::ChatInputs in;
   in.messages = ctx.chat_template->prepare_messages(request.messages);
   in.tools = request.tools;
@@ -64,14 +103,15 @@ PreparedPrompt prepare_chat(const ModelContext& ctx, const ChatRequest& request)
   try {
     rendered = ctx.chat_template->render(in);
   } catch (const chat::jinja::TemplateRaisedError& e) {
-    throw ApiError(400, "invalid_value", fmt::format("the chat template rejected the conversation: {}", e.what()),
-                   "messages");
+    throw ApiError(400, "invalid_value",
+                   fmt::format("the chat template rejected the conversation: {}", e.what()), "messages");
   } catch (const Error& e) {
-    throw ApiError(400, "invalid_value", fmt::format("the chat template failed on this conversation: {}", e.what()),
-                   "messages");
+    throw ApiError(400, "invalid_value",
+                   fmt::format("the chat template failed on this conversation: {}", e.what()), "messages");
   }
   PreparedPrompt p;
   p.tokens = encode(ctx, rendered, /*add_special=*/false, "messages");  // the template writes its own BOS
+  p.message_boundaries = message_boundaries(ctx, in, p.tokens);
   p.parser = chat::make_parser_options(ctx.output_format, rendered, request.tools, request.parse_tool_calls);
   p.text = text_options(ctx, request.gen);
   return p;
@@ -100,6 +140,7 @@ Submitted submit_generation(const ModelContext& ctx, PreparedPrompt& prompt, con
   if (prompt.tokens.empty()) throw_invalid(prompt_param, "the prompt is empty after tokenization");
   Request r;
   r.prompt = prompt.tokens;
+  r.checkpoints = prompt.message_boundaries;
   // No max_tokens: until the context ends. A larger one is capped by the scheduler at the context (length).
   r.max_new_tokens = gen.max_tokens.value_or(ctx.context_tokens);
   r.stop_tokens = ctx.eos_tokens;
@@ -112,9 +153,10 @@ Submitted submit_generation(const ModelContext& ctx, PreparedPrompt& prompt, con
   } catch (const Error& e) {
     ApiError a = api_error_from(e);
     if (e.code() == ErrorCode::context_length_exceeded)
-      throw ApiError(400, "context_length_exceeded",
-                     fmt::format("this model's context is {} tokens per request; {}", ctx.context_tokens, e.what()),
-                     prompt_param);
+      throw ApiError(
+          400, "context_length_exceeded",
+          fmt::format("this model's context is {} tokens per request; {}", ctx.context_tokens, e.what()),
+          prompt_param);
     throw a;
   }
   return s;

@@ -1,6 +1,6 @@
-// What the server needs from a loaded model, and the step from a validated request to engine input: render the
-// chat template, tokenize, choose the output parser, resolve the stop tokens. `keel serve` builds the ModelContext
-// (load, pool, engine); the server only borrows it.
+// What the server needs from a loaded model, and the step from a validated request to engine input: render
+// the chat template, tokenize, choose the output parser, resolve the stop tokens. `keel serve` builds the
+// ModelContext (load, pool, engine); the server only borrows it.
 #pragma once
 #include <functional>
 #include <memory>
@@ -25,21 +25,25 @@ struct ModelContext {
   const tokenizer::Tokenizer* tokenizer = nullptr;
   const chat::ChatTemplate* chat_template = nullptr;  // nullptr: /v1/chat/completions answers 400
   chat::OutputFormat output_format;  // the template's reasoning and tool-call syntax (detect_output_format)
-  std::string model_id;        // what /v1/models lists (--alias, else the model folder's name)
-  int64_t context_tokens = 0;  // tokens one sequence may hold: min(--ctx-size, the model's own limit)
-  std::vector<int32_t> eos_tokens;  // end-of-generation ids (config.json, generation_config.json, tokenizer)
+  std::string model_id;              // what /v1/models lists (--alias, else the model folder's name)
+  int64_t context_tokens = 0;        // tokens one sequence may hold: min(--ctx-size, the model's own limit)
+  std::vector<int32_t> eos_tokens;   // end-of-generation ids (config.json, generation_config.json, tokenizer)
   ChooserFactory make_chooser;
 };
 
 // A request ready for the engine.
 struct PreparedPrompt {
   std::vector<int32_t> tokens;
+  // Chat: where the last message starts and where the conversation ends before the generation prompt (token
+  // positions, ascending): the engine checkpoints recurrent states there, since the next turn's rendering
+  // (which may drop this turn's reasoning) shares the prompt up to them.
+  std::vector<int64_t> message_boundaries;
   std::optional<chat::ParserOptions> parser;  // chat only
   TextOptions text;
 };
 
-// Throws ApiError: 400 for a template that rejects the conversation (its own message) or a prompt the tokenizer
-// refuses (invalid UTF-8), 400 naming "model" for an unknown model name.
+// Throws ApiError: 400 for a template that rejects the conversation (its own message) or a prompt the
+// tokenizer refuses (invalid UTF-8), 400 naming "model" for an unknown model name.
 PreparedPrompt prepare_chat(const ModelContext& ctx, const ChatRequest& request);
 PreparedPrompt prepare_completion(const ModelContext& ctx, const CompletionRequest& request);
 

@@ -23,8 +23,8 @@ struct Submitted {
   std::optional<ErrorCode> refusal;
 };
 
-Submitted submit(Scheduler& s, std::vector<int32_t> prompt, int64_t max_new,
-                 std::vector<int32_t> stops = {}) {
+Submitted submit(Scheduler& s, std::vector<int32_t> prompt, int64_t max_new, std::vector<int32_t> stops = {},
+                 std::vector<int64_t> checkpoints = {}) {
   Submitted out;
   out.sink = std::make_shared<RecordingSink>();
   out.prompt = prompt;
@@ -34,6 +34,7 @@ Submitted submit(Scheduler& s, std::vector<int32_t> prompt, int64_t max_new,
   r.prompt = std::move(prompt);
   r.max_new_tokens = max_new;
   r.stop_tokens = std::move(stops);
+  r.checkpoints = std::move(checkpoints);
   r.chooser = std::make_unique<GreedyChooser>();
   r.sink = out.sink;
   out.cancelled = r.cancelled;
@@ -312,6 +313,37 @@ TEST(Scheduler, PromptCacheReusesTheLongestPrefix) {
     }
     EXPECT_EQ(pool.in_use(), s.stats().prompt_cache_bytes);
   }
+}
+
+// A recurrent model can be cut back only to a checkpoint: chunk ends, one token short of the prompt's end, and
+// the request's positions (the server gives message boundaries). A next prompt that shares 60 tokens of a
+// 100-token one (chunk 64) reuses 50 when 50 was asked for, else nothing (checkpoints at 64 and 99); an
+// attention-like model reuses all 60.
+TEST(Scheduler, PromptCacheReusesUpToTheLastCheckpointInTheSharedPrefix) {
+  for (bool recurrent : {true, false})
+    for (bool boundary : {true, false}) {
+      SCOPED_TRACE(::testing::Message() << (recurrent ? "recurrent" : "attention-like")
+                                        << (boundary ? ", checkpoint asked at 50" : ""));
+      FakeSizes sz;
+      sz.recurrent = recurrent;
+      MemoryPool pool("cpu", 1 << 24);
+      FakeModel model(pool, sz);
+      Scheduler s(model, pool, {.n_slots = 1, .ctx_size = 1024, .prefill_chunk_size = 64});
+      std::vector<int32_t> p1(100);
+      for (size_t i = 0; i < p1.size(); ++i) p1[i] = static_cast<int32_t>(i % 30);
+      Submitted a = submit(s, p1, 3, {}, boundary ? std::vector<int64_t>{50} : std::vector<int64_t>{});
+      s.run_until_idle();
+      ASSERT_EQ(a.sink->tokens, FakeModel::expected_output(p1, 3, {}, 1024, sz.vocab));
+      std::vector<int32_t> p2(p1.begin(), p1.begin() + 60);
+      p2.insert(p2.end(), {33, 34, 35});
+      Submitted b = submit(s, p2, 3);
+      s.run_until_idle();
+      EXPECT_EQ(b.sink->tokens, FakeModel::expected_output(p2, 3, {}, 1024, sz.vocab));
+      const int64_t want = !recurrent ? 60 : boundary ? 50 : 0;
+      EXPECT_EQ(s.stats().prompt_cache_tokens, want);
+      EXPECT_EQ(s.stats().prompt_cache_hits, want > 0 ? 1 : 0);
+      EXPECT_EQ(pool.in_use(), s.stats().prompt_cache_bytes);
+    }
 }
 
 TEST(Scheduler, PromptCacheGivesWayToWork) {

@@ -95,3 +95,38 @@ TEST(PrepareChat, TemplateErrorsAndModelNames) {
   EXPECT_NO_THROW(check_model_name(f.ctx, "m"));
   EXPECT_NO_THROW(check_model_name(f.ctx, ""));
 }
+
+// Message boundaries for the engine's checkpoints: where the last message starts and where the conversation ends
+// before the generation prompt — for ChatML, the positions of the second and third <|im_start|> of a
+// [system, user] conversation (Qwen3.5's template refuses a conversation without a user message, so there only
+// the second boundary exists). Qwen3.5's next turn (reasoning dropped from history, its generation prompt's
+// "<think>\n" gone) shares the first turn's prompt up to the last boundary but not up to its last token, so a
+// recurrent model's checkpoint one token short of the prompt's end alone would miss it.
+TEST(PrepareChat, MessageBoundariesAreWhereTheNextTurnDiverges) {
+  const char* turn1 = R"({"messages": [
+      {"role": "system", "content": "You are terse."}, {"role": "user", "content": "Name a colour."}]})";
+  for (const char* name : {"Qwen-Qwen3-0.6B.jinja", "Qwen3.5-4B.jinja"}) {
+    SCOPED_TRACE(name);
+    Fixture f(name);
+    PreparedPrompt t1 = prepare_chat(f.ctx, f.request(turn1));
+    const int32_t im_start = *f.tok->token_to_id("<|im_start|>");
+    std::vector<int64_t> starts;
+    for (size_t i = 0; i < t1.tokens.size(); ++i)
+      if (t1.tokens[i] == im_start) starts.push_back(static_cast<int64_t>(i));
+    ASSERT_EQ(starts.size(), 3u) << f.prompt_text(t1);
+    if (std::string(name).starts_with("Qwen3.5"))
+      EXPECT_EQ(t1.message_boundaries, (std::vector<int64_t>{starts[2]}));
+    else
+      EXPECT_EQ(t1.message_boundaries, (std::vector<int64_t>{starts[1], starts[2]}));
+    if (!std::string(name).starts_with("Qwen3.5")) continue;
+    PreparedPrompt t2 = prepare_chat(f.ctx, f.request(R"({"messages": [
+        {"role": "system", "content": "You are terse."}, {"role": "user", "content": "Name a colour."},
+        {"role": "assistant", "reasoning_content": "Any colour will do.", "content": "Red."},
+        {"role": "user", "content": "Another."}]})"));
+    size_t shared = 0;
+    while (shared < std::min(t1.tokens.size(), t2.tokens.size()) && t1.tokens[shared] == t2.tokens[shared])
+      ++shared;
+    EXPECT_GE(static_cast<int64_t>(shared), t1.message_boundaries.back()) << f.prompt_text(t2);
+    EXPECT_LT(shared, t1.tokens.size() - 1) << f.prompt_text(t1) << "\n---\n" << f.prompt_text(t2);
+  }
+}
