@@ -507,7 +507,6 @@ void Scheduler::cache_lookup(Sequence& seq) {
   int64_t best_len = 0;
   for (size_t i = 0; i < cache_.size(); ++i) {
     const CacheEntry& e = cache_[i];
-    if (e.state->capacity() < capacity) continue;
     int64_t n = std::min<int64_t>(static_cast<int64_t>(e.tokens.size()), usable), k = 0;
     while (k < n && e.tokens[static_cast<size_t>(k)] == seq.tokens[static_cast<size_t>(k)]) ++k;
     k = model_.truncation_point(*e.state, k);  // all of it, or back to a checkpoint (recurrent layers)
@@ -517,7 +516,20 @@ void Scheduler::cache_lookup(Sequence& seq) {
   }
   if (best == cache_.size()) return;
   CacheEntry& e = cache_[best];
-  if (best_len < e.state->tokens() && !model_.truncate_state(*e.state, best_len)) return;
+  if (best_len < e.state->tokens()) {
+    if (!model_.truncate_state(*e.state, best_len)) return;
+    e.tokens.resize(static_cast<size_t>(best_len));  // what the entry now holds
+  }
+  if (e.state->capacity() < capacity) {  // made for a shorter request: a copy with room for this one
+    std::unique_ptr<SequenceState> grown;
+    try {
+      grown = model_.copy_state(*e.state, capacity);
+    } catch (const Error& err) {
+      if (err.code() != ErrorCode::out_of_memory) throw;
+    }
+    if (!grown) return;  // no room now: this request starts cold, the entry stays
+    e.state = std::move(grown);
+  }
   seq.state = std::move(e.state);
   seq.cached_tokens = best_len;
   cache_.erase(cache_.begin() + static_cast<long>(best));

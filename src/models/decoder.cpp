@@ -46,9 +46,13 @@ std::unique_ptr<SequenceState> DecoderModel::new_state(int64_t capacity) {
   return state;
 }
 
-std::unique_ptr<SequenceState> DecoderModel::copy_state(const SequenceState& state) {
+std::unique_ptr<SequenceState> DecoderModel::copy_state(const SequenceState& state, int64_t capacity) {
   const auto& src = dynamic_cast<const DecoderState&>(state);
-  std::unique_ptr<SequenceState> copy = new_state(src.capacity_);
+  if (capacity == 0) capacity = src.capacity_;
+  if (capacity < src.tokens_)
+    throw_error(ErrorCode::invalid_argument, "copy_state: capacity {} < the state's {} tokens", capacity,
+                src.tokens_);
+  std::unique_ptr<SequenceState> copy = new_state(capacity);  // KV rows are the outer dimension
   auto& dst = static_cast<DecoderState&>(*copy);
   for (size_t i = 0; i < src.caches.size(); ++i) {
     const LayerCache& a = src.caches[i];

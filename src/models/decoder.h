@@ -82,7 +82,7 @@ class DecoderModel final : public Model {
   std::unique_ptr<SequenceState> new_state(int64_t capacity) override;
   Tensor forward(std::span<const StepItem> step) override;
   bool state_survives_failed_step() const override { return !recurrent_; }
-  std::unique_ptr<SequenceState> copy_state(const SequenceState& state) override;
+  std::unique_ptr<SequenceState> copy_state(const SequenceState& state, int64_t capacity) override;
   bool can_truncate_states() const override { return !recurrent_; }
   bool truncate_state(SequenceState& state, int64_t tokens) override;
   bool checkpoint_state(SequenceState& state) override;

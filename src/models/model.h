@@ -79,10 +79,11 @@ class Model {
   // recurrent layers updated in place: the engine then re-prefills the sequences of a failed step.
   virtual bool state_survives_failed_step() const = 0;
 
-  // For the prompt cache. A deep copy of `state` (same capacity, same tokens) from the pool; nullptr when
-  // this model cannot copy its states. Throws Error(out_of_memory) when the pool refuses.
-  virtual std::unique_ptr<SequenceState> copy_state(const SequenceState& state) {
-    (void)state;
+  // For the prompt cache. A deep copy of `state` (same tokens, no checkpoints) from the pool, for `capacity`
+  // tokens (0: the same capacity; else at least state.tokens()); nullptr when this model cannot copy its
+  // states. Throws Error(out_of_memory) when the pool refuses.
+  virtual std::unique_ptr<SequenceState> copy_state(const SequenceState& state, int64_t capacity = 0) {
+    (void)state, (void)capacity;
     return nullptr;
   }
   // Whether truncate_state can cut states back (attention-only models); recurrent layers cannot.

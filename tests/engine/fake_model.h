@@ -86,7 +86,7 @@ class FakeModel final : public Model {
   }
   bool state_survives_failed_step() const override { return !s_.recurrent; }
 
-  std::unique_ptr<SequenceState> copy_state(const SequenceState& from) override {
+  std::unique_ptr<SequenceState> copy_state(const SequenceState& from, int64_t) override {
     const auto& src = static_cast<const FakeState&>(from);
     auto st = std::make_unique<FakeState>();
     st->fixed_ = pool_.allocate(src.fixed_.bytes(), "fake state copy");

@@ -1,23 +1,23 @@
 // Shared checks of a model against its transformers reference fixture (tests/fixtures/<name>/: the bf16 model
 // folder and reference.safetensors with float64-mode outputs of transformers 5.17, written by
-// tools/make_reference.py). Each tests/models/<model_type>_test.cpp names one TEST per check, so a planted bug
-// fails a named test.
+// tools/make_reference.py). Each tests/models/<model_type>_test.cpp names one TEST per check, so a planted
+// bug fails a named test.
 #pragma once
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cstdio>
+#include <atomic>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <atomic>
-#include <functional>
-#include <span>
-#include <tuple>
 #include <fstream>
-#include <sstream>
+#include <functional>
 #include <memory>
+#include <span>
+#include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "../load/test_files.h"
@@ -30,7 +30,9 @@
 
 namespace keel::testing {
 
-inline std::string fixture_dir(const std::string& name) { return std::string(KEEL_SOURCE_DIR) + "/tests/fixtures/" + name; }
+inline std::string fixture_dir(const std::string& name) {
+  return std::string(KEEL_SOURCE_DIR) + "/tests/fixtures/" + name;
+}
 
 // The reference tensors, widened to double.
 struct Reference {
@@ -96,22 +98,26 @@ inline int64_t argmax_row(const std::vector<double>& lp, int64_t row, int64_t V)
   return std::max_element(x, x + V) - x;
 }
 
-// ---- the checks ------------------------------------------------------------------------------------------------
+// ---- the checks
+// ------------------------------------------------------------------------------------------------
 
-// Every layer's residual stream (index 0: embeddings) within relative L2 `tol` of the reference hidden_states.
+// Every layer's residual stream (index 0: embeddings) within relative L2 `tol` of the reference
+// hidden_states.
 inline void check_hidden_states(const std::string& name, double tol = 1e-5) {
   Reference ref(name);
   ModelUnderTest m(fixture_dir(name));
   const std::vector<int32_t> ids = ref.ids("prompt_ids");
   const std::vector<double> hs = ref.f("hidden_states");
-  const int64_t n_layers = ref.dim("hidden_states", 0), T = ref.dim("hidden_states", 1), d = ref.dim("hidden_states", 2);
+  const int64_t n_layers = ref.dim("hidden_states", 0), T = ref.dim("hidden_states", 1),
+                d = ref.dim("hidden_states", 2);
   ASSERT_EQ(n_layers, m.decoder().num_layers() + 1);
   std::vector<double> rel(static_cast<size_t>(n_layers), -1);
   m.decoder().set_hidden_observer([&](int64_t layer, const Tensor& h) {
     double num = 0, den = 0;
     for (int64_t t = 0; t < T; ++t)
       for (int64_t i = 0; i < d; ++i) {
-        const double r = hs[static_cast<size_t>((layer * T + t) * d + i)], x = static_cast<const float*>(h.at(t))[i];
+        const double r = hs[static_cast<size_t>((layer * T + t) * d + i)],
+                     x = static_cast<const float*>(h.at(t))[i];
         num += (x - r) * (x - r);
         den += r * r;
       }
@@ -129,7 +135,8 @@ inline void check_hidden_states(const std::string& name, double tol = 1e-5) {
   }
 }
 
-// max |Δ log-prob| ≤ tol at every prompt position; argmax identical wherever the reference's top-2 gap > 2·tol.
+// max |Δ log-prob| ≤ tol at every prompt position; argmax identical wherever the reference's top-2 gap >
+// 2·tol.
 inline void check_prompt_logprobs(const std::string& name, double tol = 1e-3) {
   Reference ref(name);
   ModelUnderTest m(fixture_dir(name));
@@ -151,14 +158,15 @@ inline void check_prompt_logprobs(const std::string& name, double tol = 1e-3) {
       EXPECT_EQ(argmax_row(got, t, V), want_argmax[static_cast<size_t>(t)]) << "argmax at position " << t;
     }
   }
-  std::printf("%s: max |Δ log-prob| %.3e at position %lld; argmax compared at %lld of %lld positions\n", name.c_str(),
-              worst, static_cast<long long>(worst_at), static_cast<long long>(compared), static_cast<long long>(T));
+  std::printf("%s: max |Δ log-prob| %.3e at position %lld; argmax compared at %lld of %lld positions\n",
+              name.c_str(), worst, static_cast<long long>(worst_at), static_cast<long long>(compared),
+              static_cast<long long>(T));
   EXPECT_LE(worst, tol) << "max |Δ log-prob| at position " << worst_at;
   EXPECT_GT(compared, T / 2);
 }
 
-// Prefill (logits for the last token), then decode teacher-forced through the reference's greedy tokens: each of
-// the 24 rows within tol of the reference's, whatever the gaps.
+// Prefill (logits for the last token), then decode teacher-forced through the reference's greedy tokens: each
+// of the 24 rows within tol of the reference's, whatever the gaps.
 inline void check_decode_teacher_forced(const std::string& name, double tol = 1e-3) {
   Reference ref(name);
   ModelUnderTest m(fixture_dir(name));
@@ -171,7 +179,8 @@ inline void check_decode_teacher_forced(const std::string& name, double tol = 1e
   for (int64_t s = 0; s < steps; ++s) {
     std::vector<double> lp = log_softmax_rows(logits.ptr<float>(), 1, V);
     double worst = 0;
-    for (int64_t i = 0; i < V; ++i) worst = std::max(worst, std::abs(lp[static_cast<size_t>(i)] - want[static_cast<size_t>(s * V + i)]));
+    for (int64_t i = 0; i < V; ++i)
+      worst = std::max(worst, std::abs(lp[static_cast<size_t>(i)] - want[static_cast<size_t>(s * V + i)]));
     EXPECT_LE(worst, tol) << "decode step " << s;
     if (s + 1 == steps) break;
     StepItem next{state.get(), std::span<const int32_t>(&greedy[static_cast<size_t>(s)], 1), 1, nullptr};
@@ -204,8 +213,8 @@ inline void check_free_greedy(const std::string& name, double tol = 1e-3) {
   EXPECT_GE(matched, 8) << "too few greedy steps before a near-tie to mean anything";
 }
 
-// Prefill in chunks of 1, 7, Q−1, Q+1, 64 and all at once: log-probs within tol of the one-shot run, same argmax
-// wherever the reference's gap allows.
+// Prefill in chunks of 1, 7, Q−1, Q+1, 64 and all at once: log-probs within tol of the one-shot run, same
+// argmax wherever the reference's gap allows.
 inline void check_chunked_prefill(const std::string& name, int64_t Q, double tol = 1e-4) {
   Reference ref(name);
   ModelUnderTest m(fixture_dir(name));
@@ -226,7 +235,6 @@ inline void check_chunked_prefill(const std::string& name, int64_t Q, double tol
   }
 }
 
-
 // A sequence's logits are bit-identical whether it runs alone or inside steps shared with other sequences (a
 // prefill chunk and a decode token beside it), whatever its position in the step.
 inline void check_batch_invariance(const std::string& name) {
@@ -234,7 +242,8 @@ inline void check_batch_invariance(const std::string& name) {
   ModelUnderTest m(fixture_dir(name));
   const std::vector<int32_t> p = ref.ids("prompt_ids");
   const int64_t V = m.model().vocab_size();
-  std::vector<int32_t> a(p.begin(), p.begin() + 101), b(p.begin() + 150, p.begin() + 200), c(p.rbegin(), p.rbegin() + 8);
+  std::vector<int32_t> a(p.begin(), p.begin() + 101), b(p.begin() + 150, p.begin() + 200),
+      c(p.rbegin(), p.rbegin() + 8);
   auto span = [](const std::vector<int32_t>& v, size_t from, size_t n) {
     return std::span<const int32_t>(v.data() + from, n);
   };
@@ -250,16 +259,22 @@ inline void check_batch_invariance(const std::string& name) {
   }
   // Shared: the same A steps, with B and C around it.
   auto sa = m.model().new_state(128), sb = m.model().new_state(128), sc = m.model().new_state(128);
-  std::vector<std::vector<StepItem>> steps = {
-      {{sb.get(), span(b, 0, 30), 1, nullptr}, {sa.get(), span(a, 0, 40), 3, nullptr}, {sc.get(), span(c, 0, 5), 1, nullptr}},
-      {{sc.get(), span(c, 5, 1), 1, nullptr}, {sa.get(), span(a, 40, 60), 2, nullptr}, {sb.get(), span(b, 30, 17), 0, nullptr}},
-      {{sa.get(), span(a, 100, 1), 1, nullptr}, {sc.get(), span(c, 6, 1), 1, nullptr}, {sb.get(), span(b, 47, 3), 2, nullptr}}};
+  std::vector<std::vector<StepItem>> steps = {{{sb.get(), span(b, 0, 30), 1, nullptr},
+                                               {sa.get(), span(a, 0, 40), 3, nullptr},
+                                               {sc.get(), span(c, 0, 5), 1, nullptr}},
+                                              {{sc.get(), span(c, 5, 1), 1, nullptr},
+                                               {sa.get(), span(a, 40, 60), 2, nullptr},
+                                               {sb.get(), span(b, 30, 17), 0, nullptr}},
+                                              {{sa.get(), span(a, 100, 1), 1, nullptr},
+                                               {sc.get(), span(c, 6, 1), 1, nullptr},
+                                               {sb.get(), span(b, 47, 3), 2, nullptr}}};
   for (size_t s = 0; s < steps.size(); ++s) {
     Tensor l = m.model().forward(steps[s]);
     int64_t row = 0;
     for (const StepItem& it : steps[s]) {
       if (it.state == sa.get()) {
-        ASSERT_EQ(std::memcmp(l.ptr<float>() + row * V, alone[s].data(), alone[s].size() * 4), 0) << "step " << s;
+        ASSERT_EQ(std::memcmp(l.ptr<float>() + row * V, alone[s].data(), alone[s].size() * 4), 0)
+            << "step " << s;
       }
       row += it.n_logits;
     }
@@ -267,9 +282,9 @@ inline void check_batch_invariance(const std::string& name) {
   }
 }
 
-// The prompt cache's operations: a copied state continues exactly as the original (bitwise); an attention-only
-// model's state cut back to t tokens and fed tokens t.. again gives the logits of the uncut run; a recurrent one
-// refuses the cut and stays unchanged, unless it kept a checkpoint at t.
+// The prompt cache's operations: a copied state continues exactly as the original (bitwise); an
+// attention-only model's state cut back to t tokens and fed tokens t.. again gives the logits of the uncut
+// run; a recurrent one refuses the cut and stays unchanged, unless it kept a checkpoint at t.
 inline void check_state_copy_and_truncate(const std::string& name) {
   Reference ref(name);
   ModelUnderTest m(fixture_dir(name));
@@ -286,8 +301,15 @@ inline void check_state_copy_and_truncate(const std::string& name) {
   ASSERT_TRUE(b);
   EXPECT_EQ(b->tokens(), 90);
   EXPECT_EQ(b->bytes(), a->bytes());
+  // A copy with room for more tokens (a cached state reused by a longer request) continues the same way.
+  std::unique_ptr<SequenceState> big = m.model().copy_state(*a, 400);
+  ASSERT_TRUE(big);
+  EXPECT_EQ(big->capacity(), 400);
+  EXPECT_EQ(big->tokens(), 90);
   const std::vector<float> la = run(a.get(), 90, 20), lb = run(b.get(), 90, 20);
   EXPECT_EQ(std::memcmp(la.data(), lb.data(), la.size() * 4), 0);
+  const std::vector<float> lbig = run(big.get(), 90, 20);
+  EXPECT_EQ(std::memcmp(la.data(), lbig.data(), la.size() * 4), 0);
   if (m.model().can_truncate_states()) {
     ASSERT_TRUE(m.model().truncate_state(*b, 60));
     EXPECT_EQ(b->tokens(), 60);
@@ -297,8 +319,8 @@ inline void check_state_copy_and_truncate(const std::string& name) {
     EXPECT_FALSE(m.model().truncate_state(*b, 60));
     EXPECT_EQ(b->tokens(), 110);
     EXPECT_EQ(m.model().truncation_point(*b, 60), 0);
-    // A checkpoint at 60 lets the state return there: fed tokens 60.. again after a detour to 90, it gives the
-    // bits of a state that took the same pieces without the detour.
+    // A checkpoint at 60 lets the state return there: fed tokens 60.. again after a detour to 90, it gives
+    // the bits of a state that took the same pieces without the detour.
     auto c = m.model().new_state(200);
     run(c.get(), 0, 60);
     const int64_t plain = c->bytes();
@@ -321,8 +343,8 @@ inline void check_state_copy_and_truncate(const std::string& name) {
   }
 }
 
-// A step whose every item is cancelled throws Error(cancelled) between layers and leaves tokens() unchanged; one
-// live item among cancelled ones keeps the step running.
+// A step whose every item is cancelled throws Error(cancelled) between layers and leaves tokens() unchanged;
+// one live item among cancelled ones keeps the step running.
 inline void check_cancellation(const std::string& name) {
   Reference ref(name);
   ModelUnderTest m(fixture_dir(name));
@@ -347,19 +369,26 @@ inline void check_cancellation(const std::string& name) {
   EXPECT_EQ(d->tokens(), 12);
 }
 
-// For many step shapes: measured transient (pool peak over forward, states allocated before) ≤ planned ≤ 1.25 ×
-// measured; and the plan does not grow with the tokens already in state.
+// For many step shapes: measured transient (pool peak over forward, states allocated before) ≤ planned ≤ 1.25
+// × measured; and the plan does not grow with the tokens already in state.
 inline void check_transient_plan(const std::string& name) {
   for (int threads : {2, 3}) {
     SCOPED_TRACE("threads " + std::to_string(threads));
     Reference ref(name);
     ModelUnderTest m(fixture_dir(name), threads);
     const std::vector<int32_t> p = ref.ids("prompt_ids");
-    struct Piece { int64_t past, n, k; };
-    const std::vector<std::vector<Piece>> shapes = {
-        {{0, 299, 1}}, {{0, 7, 0}}, {{0, 1, 1}}, {{100, 64, 0}}, {{250, 1, 1}}, {{0, 128, 128}},
-        {{50, 1, 1}, {0, 33, 0}, {64, 100, 100}}, {{10, 1, 1}, {20, 1, 1}, {30, 1, 1}, {200, 1, 1}},
-        {{0, 31, 1}, {0, 9, 9}}};
+    struct Piece {
+      int64_t past, n, k;
+    };
+    const std::vector<std::vector<Piece>> shapes = {{{0, 299, 1}},
+                                                    {{0, 7, 0}},
+                                                    {{0, 1, 1}},
+                                                    {{100, 64, 0}},
+                                                    {{250, 1, 1}},
+                                                    {{0, 128, 128}},
+                                                    {{50, 1, 1}, {0, 33, 0}, {64, 100, 100}},
+                                                    {{10, 1, 1}, {20, 1, 1}, {30, 1, 1}, {200, 1, 1}},
+                                                    {{0, 31, 1}, {0, 9, 9}}};
     for (size_t si = 0; si < shapes.size(); ++si) {
       SCOPED_TRACE("shape " + std::to_string(si));
       std::vector<std::unique_ptr<SequenceState>> states;
@@ -368,10 +397,13 @@ inline void check_transient_plan(const std::string& name) {
       for (const Piece& pc : shapes[si]) {
         states.push_back(m.model().new_state(300));
         if (pc.past > 0) {  // bring the state to `past` tokens
-          StepItem pre{states.back().get(), std::span<const int32_t>(p.data(), static_cast<size_t>(pc.past)), 0, nullptr};
+          StepItem pre{states.back().get(), std::span<const int32_t>(p.data(), static_cast<size_t>(pc.past)),
+                       0, nullptr};
           m.model().forward({&pre, 1});
         }
-        items.push_back({states.back().get(), std::span<const int32_t>(p.data() + pc.past, static_cast<size_t>(pc.n)), pc.k, nullptr});
+        items.push_back({states.back().get(),
+                         std::span<const int32_t>(p.data() + pc.past, static_cast<size_t>(pc.n)), pc.k,
+                         nullptr});
         shape.push_back({pc.n, pc.past, pc.k});
       }
       const int64_t planned = m.model().step_transient_bytes(shape);
@@ -388,8 +420,8 @@ inline void check_transient_plan(const std::string& name) {
   }
 }
 
-// A copy of the fixture folder whose model.safetensors is rewritten by `edit(name, dtype, shape, bytes)`, which
-// may drop a tensor (return false) or change it; config.json transformed by `config_edit`.
+// A copy of the fixture folder whose model.safetensors is rewritten by `edit(name, dtype, shape, bytes)`,
+// which may drop a tensor (return false) or change it; config.json transformed by `config_edit`.
 template <typename Edit>
 void write_edited_fixture(const std::string& name, const std::string& out_dir, Edit edit,
                           const std::function<std::string(std::string)>& config_edit = nullptr) {
@@ -410,7 +442,8 @@ void write_edited_fixture(const std::string& name, const std::string& out_dir, E
   write_file(out_dir + "/config.json", config_edit ? config_edit(ss.str()) : ss.str());
 }
 
-inline void expect_load_error(const std::string& dir, ErrorCode code, const std::vector<std::string>& mentions) {
+inline void expect_load_error(const std::string& dir, ErrorCode code,
+                              const std::vector<std::string>& mentions) {
   MemoryPool pool("cpu", int64_t{1} << 30);
   CpuBackend be(pool, 1);
   try {
@@ -418,7 +451,8 @@ inline void expect_load_error(const std::string& dir, ErrorCode code, const std:
     ADD_FAILURE() << "loading " << dir << " did not fail";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), code) << e.what();
-    for (const std::string& s : mentions) EXPECT_NE(std::string(e.what()).find(s), std::string::npos) << e.what();
+    for (const std::string& s : mentions)
+      EXPECT_NE(std::string(e.what()).find(s), std::string::npos) << e.what();
   }
 }
 
@@ -431,24 +465,26 @@ inline void check_load_errors(const std::string& name, const std::string& victim
   }
   {
     TempDir dir;
-    write_edited_fixture(name, dir.path(), [&](const std::string& n, std::vector<int64_t>& shape, std::string& bytes) {
-      if (n == victim) {  // one row fewer
-        bytes.resize(bytes.size() / static_cast<size_t>(shape[0]) * static_cast<size_t>(shape[0] - 1));
-        --shape[0];
-      }
-      return true;
-    });
+    write_edited_fixture(
+        name, dir.path(), [&](const std::string& n, std::vector<int64_t>& shape, std::string& bytes) {
+          if (n == victim) {  // one row fewer
+            bytes.resize(bytes.size() / static_cast<size_t>(shape[0]) * static_cast<size_t>(shape[0] - 1));
+            --shape[0];
+          }
+          return true;
+        });
     expect_load_error(dir.path(), ErrorCode::invalid_file, {victim, "shape"});
   }
   {
     TempDir dir;
-    write_edited_fixture(name, dir.path(), [](const std::string&, auto&, auto&) { return true; },
-                         [&](std::string cfg) {
-                           const std::string key = "\"model_type\": \"" + name + "\"";
-                           size_t at = cfg.find(key);
-                           if (at != std::string::npos) cfg.replace(at, key.size(), "\"model_type\": \"falcon_mamba\"");
-                           return cfg;
-                         });
+    write_edited_fixture(
+        name, dir.path(), [](const std::string&, auto&, auto&) { return true; },
+        [&](std::string cfg) {
+          const std::string key = "\"model_type\": \"" + name + "\"";
+          size_t at = cfg.find(key);
+          if (at != std::string::npos) cfg.replace(at, key.size(), "\"model_type\": \"falcon_mamba\"");
+          return cfg;
+        });
     expect_load_error(dir.path(), ErrorCode::unsupported, {"falcon_mamba"});
   }
 }

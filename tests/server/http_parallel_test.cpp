@@ -1,6 +1,6 @@
-// Concurrency and reuse through the HTTP API on hybrid models: four streams at once under --parallel 4 each give
-// what the same request gives alone, and a conversation's second turn reuses the first turn's prompt state
-// (cached_tokens > 0) with log-probabilities within 1e-4 of a server that has no prompt cache.
+// Concurrency and reuse through the HTTP API on hybrid models: four streams at once under --parallel 4 each
+// give what the same request gives alone, and a conversation's second turn reuses the first turn's prompt
+// state (cached_tokens > 0) with log-probabilities within 1e-4 of a server that has no prompt cache.
 #include <gtest/gtest.h>
 
 #include "server_harness.h"
@@ -73,7 +73,8 @@ TEST(HttpParallel, FourConcurrentStreamsEqualTheirSingleRuns) {
     EXPECT_EQ(together[i].first, alone[i].first) << "prompt " << i;
     ASSERT_EQ(together[i].second.size(), alone[i].second.size()) << i;
     for (size_t k = 0; k < alone[i].second.size(); ++k)
-      EXPECT_NEAR(together[i].second[k]["logprob"].get<double>(), alone[i].second[k]["logprob"].get<double>(), 1e-4)
+      EXPECT_NEAR(together[i].second[k]["logprob"].get<double>(), alone[i].second[k]["logprob"].get<double>(),
+                  1e-4)
           << "prompt " << i << " token " << k;
   }
   EXPECT_TRUE(srv.wait_idle());
@@ -89,9 +90,10 @@ TEST(PromptCache, SecondTurnReusesTheFirstAndMatchesAnUncachedRun) {
   uncached.scheduler.prompt_cache_entries = 0;
   InProcessServer with_cache(cached), without_cache(uncached);
 
-  // max_tokens reaches the context's end, so both turns ask for a whole context of state (a cached state is
-  // reused only by a request whose capacity it covers); a stop string keeps the first reply short.
-  Json turn1 = request("Tell me about your home town.", 256);
+  // The first turn asks for a short reply (its state's capacity is prompt + 12 tokens); the second asks for
+  // the context's end, so its reuse goes through a copy of the cached state with room for it. A stop string
+  // keeps the first reply short.
+  Json turn1 = request("Tell me about your home town.", 12);
   turn1["stop"] = Json::array({" ", "\n"});
   Json first = chat_once(with_cache.port(), turn1);
   std::string reply = first["choices"][0]["message"]["content"].is_string()
@@ -103,6 +105,7 @@ TEST(PromptCache, SecondTurnReusesTheFirstAndMatchesAnUncachedRun) {
   turn2["messages"].push_back(Json{{"role", "assistant"}, {"content", reply}});
   turn2["messages"].push_back(Json{{"role", "user"}, {"content", "And what did the people there do?"}});
   turn2["top_logprobs"] = 5;
+  turn2["max_tokens"] = 256;
   turn2.erase("stop");
   Json a = chat_once(with_cache.port(), turn2);
   Json b = chat_once(without_cache.port(), turn2);
@@ -120,11 +123,10 @@ TEST(PromptCache, SecondTurnReusesTheFirstAndMatchesAnUncachedRun) {
     ASSERT_EQ(la[k]["top_logprobs"].size(), lb[k]["top_logprobs"].size());
     for (size_t j = 0; j < la[k]["top_logprobs"].size(); ++j) {
       EXPECT_EQ(la[k]["top_logprobs"][j]["token"], lb[k]["top_logprobs"][j]["token"]) << k << "/" << j;
-      EXPECT_NEAR(la[k]["top_logprobs"][j]["logprob"].get<double>(), lb[k]["top_logprobs"][j]["logprob"].get<double>(),
-                  1e-4)
+      EXPECT_NEAR(la[k]["top_logprobs"][j]["logprob"].get<double>(),
+                  lb[k]["top_logprobs"][j]["logprob"].get<double>(), 1e-4)
           << "token " << k << " alternative " << j;
     }
   }
   EXPECT_TRUE(with_cache.wait_idle());
 }
-

@@ -82,7 +82,9 @@ class FailingModel final : public Model {
     return inner_.forward(step);
   }
   bool state_survives_failed_step() const override { return inner_.state_survives_failed_step(); }
-  std::unique_ptr<SequenceState> copy_state(const SequenceState& s) override { return inner_.copy_state(s); }
+  std::unique_ptr<SequenceState> copy_state(const SequenceState& s, int64_t capacity) override {
+    return inner_.copy_state(s, capacity);
+  }
   bool can_truncate_states() const override { return inner_.can_truncate_states(); }
   bool truncate_state(SequenceState& s, int64_t tokens) override { return inner_.truncate_state(s, tokens); }
   bool checkpoint_state(SequenceState& s) override { return inner_.checkpoint_state(s); }
