@@ -328,7 +328,8 @@ void Scheduler::run_planned(const PlannedStep& plan) {
     bool survives = model_.state_survives_failed_step();
     for (Sequence* s : seqs) {
       ++s->failed_attempts;
-      if (!survives) s->state.reset();
+      // A recurrent state updated in place is unusable now; its newest checkpoint (a copy) is not.
+      if (!survives && s->state && !model_.restore_checkpoint(*s->state)) s->state.reset();
     }
     spdlog::warn("step of {} sequences failed ({}); retrying with at most {} tokens", seqs.size(), e.what(),
                  step_token_cap_);

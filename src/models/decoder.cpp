@@ -70,6 +70,24 @@ std::unique_ptr<SequenceState> DecoderModel::copy_state(const SequenceState& sta
   return copy;
 }
 
+// Copies checkpoint `index`'s conv and recurrent states back into the state and drops the checkpoints after
+// it (they hold tokens now forgotten); tokens() becomes the checkpoint's.
+void DecoderModel::restore_to(DecoderState& st, size_t index) {
+  const DecoderState::Checkpoint& c = st.checkpoints_[index];
+  for (size_t i = 0; i < st.caches.size(); ++i) {
+    LayerCache& to = st.caches[i];
+    if (c.conv[i].defined())
+      std::memcpy(to.conv.data(), c.conv[i].data(), static_cast<size_t>(to.conv.nbytes()));
+    if (c.recurrent[i].defined())
+      std::memcpy(to.recurrent.data(), c.recurrent[i].data(), static_cast<size_t>(to.recurrent.nbytes()));
+  }
+  st.tokens_ = c.tokens;
+  while (st.checkpoints_.size() > index + 1) {
+    st.checkpoint_bytes_ -= st.checkpoints_.back().bytes;
+    st.checkpoints_.pop_back();
+  }
+}
+
 bool DecoderModel::truncate_state(SequenceState& state, int64_t tokens) {
   auto& st = dynamic_cast<DecoderState&>(state);
   if (tokens < 0 || tokens > st.tokens_) return false;
@@ -77,19 +95,16 @@ bool DecoderModel::truncate_state(SequenceState& state, int64_t tokens) {
     auto c = std::find_if(st.checkpoints_.begin(), st.checkpoints_.end(),
                           [&](const DecoderState::Checkpoint& k) { return k.tokens == tokens; });
     if (c == st.checkpoints_.end()) return false;
-    for (size_t i = 0; i < st.caches.size(); ++i) {
-      LayerCache& to = st.caches[i];
-      if (c->conv[i].defined())
-        std::memcpy(to.conv.data(), c->conv[i].data(), static_cast<size_t>(to.conv.nbytes()));
-      if (c->recurrent[i].defined())
-        std::memcpy(to.recurrent.data(), c->recurrent[i].data(), static_cast<size_t>(to.recurrent.nbytes()));
-    }
-    while (st.checkpoints_.back().tokens > tokens) {  // they hold tokens now forgotten
-      st.checkpoint_bytes_ -= st.checkpoints_.back().bytes;
-      st.checkpoints_.pop_back();
-    }
+    restore_to(st, static_cast<size_t>(c - st.checkpoints_.begin()));
   }
   st.tokens_ = tokens;
+  return true;
+}
+
+bool DecoderModel::restore_checkpoint(SequenceState& state) {
+  auto& st = dynamic_cast<DecoderState&>(state);
+  if (st.checkpoints_.empty() || st.checkpoints_.back().tokens > st.tokens_) return false;
+  restore_to(st, st.checkpoints_.size() - 1);
   return true;
 }
 

@@ -88,6 +88,7 @@ class DecoderModel final : public Model {
   bool checkpoint_state(SequenceState& state) override;
   int64_t truncation_point(const SequenceState& state, int64_t tokens) const override;
   int64_t drop_checkpoints(SequenceState& state) override;
+  bool restore_checkpoint(SequenceState& state) override;
   static constexpr size_t kMaxCheckpoints = 8;  // per state, the newest kept
 
   int64_t num_layers() const { return static_cast<int64_t>(layers_.size()); }
@@ -98,6 +99,7 @@ class DecoderModel final : public Model {
 
  private:
   int n_threads() const;
+  void restore_to(DecoderState& st, size_t checkpoint);
   Backend& be_;
   DecoderSpec spec_;
   std::vector<DecoderLayer> layers_;

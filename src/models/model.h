@@ -108,6 +108,12 @@ class Model {
     if (can_truncate_states()) return std::min(tokens, state.tokens());
     return tokens >= state.tokens() ? state.tokens() : 0;
   }
+  // After a failed step left a recurrent state half-updated: puts it back to its newest checkpoint (states
+  // and tokens()). Returns false, leaving it as it is, when it has none.
+  virtual bool restore_checkpoint(SequenceState& state) {
+    (void)state;
+    return false;
+  }
   // Frees the state's checkpoints (memory pressure); the bytes freed.
   virtual int64_t drop_checkpoints(SequenceState& state) {
     (void)state;

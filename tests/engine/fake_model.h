@@ -134,6 +134,16 @@ class FakeModel final : public Model {
       if (c.tokens <= tokens) best = c.tokens;
     return best;
   }
+  bool restore_checkpoint(SequenceState& state) override {
+    auto& st = static_cast<FakeState&>(state);
+    if (st.checkpoints_.empty() || st.checkpoints_.back().tokens > st.tokens_) return false;
+    st.tokens_ = st.checkpoints_.back().tokens;
+    st.hash_ = st.checkpoints_.back().hash;
+    st.history_.resize(static_cast<size_t>(st.tokens_));
+    ++restores;
+    return true;
+  }
+  int64_t restores = 0;
   int64_t drop_checkpoints(SequenceState& state) override {
     auto& st = static_cast<FakeState&>(state);
     int64_t freed = 0;

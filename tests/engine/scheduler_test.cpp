@@ -346,6 +346,30 @@ TEST(Scheduler, PromptCacheReusesUpToTheLastCheckpointInTheSharedPrefix) {
     }
 }
 
+// A step that fails mid-prefill leaves a recurrent state half-updated: it goes back to its newest checkpoint (the
+// last chunk's end) instead of re-prefilling from zero, and the output is still the expected one.
+TEST(Scheduler, AFailedStepGoesBackToTheNewestCheckpoint) {
+  int64_t restores = 0;
+  for (int n = 1; n <= 6; ++n) {
+    SCOPED_TRACE(::testing::Message() << "allocation " << n << " of the fourth step refused");
+    FakeSizes sz;
+    MemoryPool pool("cpu", 1 << 24);
+    FakeModel model(pool, sz);
+    Scheduler s(model, pool, {.n_slots = 1, .ctx_size = 1024, .prefill_chunk_size = 16});
+    std::vector<int32_t> p(100);
+    for (size_t i = 0; i < p.size(); ++i) p[i] = static_cast<int32_t>(i % 30);
+    Submitted a = submit(s, p, 4);
+    for (int i = 0; i < 3; ++i) ASSERT_TRUE(s.step());
+    pool.fail_nth_allocation(n);
+    s.run_until_idle();
+    EXPECT_EQ(a.sink->reason, FinishReason::length) << a.sink->error_message;
+    EXPECT_EQ(a.sink->tokens, FakeModel::expected_output(p, 4, {}, 1024, sz.vocab));
+    restores += model.restores;
+    EXPECT_EQ(pool.in_use(), s.stats().prompt_cache_bytes);
+  }
+  EXPECT_GT(restores, 0);
+}
+
 TEST(Scheduler, PromptCacheGivesWayToWork) {
   FakeSizes sz;
   MemoryPool pool("cpu", 40000);

@@ -340,6 +340,16 @@ inline void check_state_copy_and_truncate(const std::string& name) {
     EXPECT_EQ(std::memcmp(lc.data(), ld.data(), lc.size() * 4), 0);
     EXPECT_GT(m.model().drop_checkpoints(*c), 0);
     EXPECT_EQ(c->bytes(), d->bytes());
+    // After a failed step (states half-updated), restore_checkpoint puts states and tokens back.
+    auto e = m.model().new_state(200);
+    EXPECT_FALSE(m.model().restore_checkpoint(*e));
+    run(e.get(), 0, 60);
+    ASSERT_TRUE(m.model().checkpoint_state(*e));
+    run(e.get(), 60, 20);
+    ASSERT_TRUE(m.model().restore_checkpoint(*e));
+    EXPECT_EQ(e->tokens(), 60);
+    const std::vector<float> le = run(e.get(), 60, 50);
+    EXPECT_EQ(std::memcmp(le.data(), ld.data(), le.size() * 4), 0);
   }
 }
 

@@ -92,6 +92,7 @@ class FailingModel final : public Model {
     return inner_.truncation_point(s, tokens);
   }
   int64_t drop_checkpoints(SequenceState& s) override { return inner_.drop_checkpoints(s); }
+  bool restore_checkpoint(SequenceState& s) override { return inner_.restore_checkpoint(s); }
 
  private:
   Model& inner_;
