@@ -256,6 +256,7 @@ void run_serve(const ServeFlags& f) {
   model.context_tokens = usable;
   model.eos_tokens = eos;
   model.make_chooser = chooser_factory(backend, defaults.params);
+  model.message_checkpoints = keeps_prompt_checkpoints(*loaded.model, sc);
   http.set_model(&model);
   spdlog::info("serving {} as '{}': {} ({}), context {} tokens x {} sequences, memory limit {} ({} loaded), "
                "tools {}, prompt cache {}",

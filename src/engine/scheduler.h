@@ -22,8 +22,8 @@ struct SchedulerConfig {
   int n_slots = 1;                   // --parallel: sequences that hold state at once
   int64_t ctx_size = 4096;           // --ctx-size: tokens per sequence (not divided among slots)
   int64_t prefill_chunk_size = 512;  // upper bound on tokens per step; the planner may choose fewer
-  int max_failed_attempts =
-      4;  // failed steps a sequence may take part in without progress before it fails (503)
+  // Failed steps a sequence may take part in without progress before it fails (503).
+  int max_failed_attempts = 4;
   int prompt_cache_entries = 4;  // states kept for reuse by later prompts with the same prefix; 0: off
 };
 
@@ -72,6 +72,12 @@ StartupFootprint startup_footprint(const Model& model, const MemoryPool& pool, i
 // the footprint's numbers and the pool's limit when they do not fit. `context`: the smallest context the
 // command can work with (2: one prompt token and one generated token).
 void check_startup_memory(const Model& model, const MemoryPool& pool, int64_t context = 2);
+
+// Whether sequences keep checkpoints in their prompts (see Request::checkpoints): the prompt cache is on and
+// the model's states cannot be cut back anywhere (recurrent layers).
+inline bool keeps_prompt_checkpoints(const Model& model, const SchedulerConfig& config) {
+  return config.prompt_cache_entries > 0 && !model.can_truncate_states();
+}
 
 class Scheduler {
  public:
@@ -127,9 +133,7 @@ class Scheduler {
   // The next prompt position past the sequence's state where it keeps a checkpoint (see
   // Request::checkpoints).
   int64_t next_checkpoint(const Sequence& seq) const;
-  bool checkpoints_prompts() const {
-    return config_.prompt_cache_entries > 0 && !model_.can_truncate_states();
-  }
+  bool checkpoints_prompts() const { return keeps_prompt_checkpoints(model_, config_); }
   void cache_lookup(Sequence& seq);
   void cache_insert(std::vector<int32_t> tokens, std::unique_ptr<SequenceState> state);
   int64_t cache_evict_one();  // bytes freed

@@ -46,6 +46,13 @@ std::unique_ptr<SequenceState> DecoderModel::new_state(int64_t capacity) {
   return state;
 }
 
+namespace {
+// The bytes of `from` into `to` (same shape, contiguous); nothing when the part has no such tensor.
+void copy_contents(const Tensor& from, Tensor& to) {
+  if (from.defined()) std::memcpy(to.data(), from.data(), static_cast<size_t>(from.nbytes()));
+}
+}  // namespace
+
 std::unique_ptr<SequenceState> DecoderModel::copy_state(const SequenceState& state, int64_t capacity) {
   const auto& src = dynamic_cast<const DecoderState&>(state);
   if (capacity == 0) capacity = src.capacity_;
@@ -62,9 +69,8 @@ std::unique_ptr<SequenceState> DecoderModel::copy_state(const SequenceState& sta
       std::memcpy(b.k.data(), a.k.data(), row * n);
       std::memcpy(b.v.data(), a.v.data(), row * n);
     }
-    if (a.conv.defined()) std::memcpy(b.conv.data(), a.conv.data(), static_cast<size_t>(a.conv.nbytes()));
-    if (a.recurrent.defined())
-      std::memcpy(b.recurrent.data(), a.recurrent.data(), static_cast<size_t>(a.recurrent.nbytes()));
+    copy_contents(a.conv, b.conv);
+    copy_contents(a.recurrent, b.recurrent);
   }
   dst.tokens_ = src.tokens_;
   return copy;
@@ -75,11 +81,8 @@ std::unique_ptr<SequenceState> DecoderModel::copy_state(const SequenceState& sta
 void DecoderModel::restore_to(DecoderState& st, size_t index) {
   const DecoderState::Checkpoint& c = st.checkpoints_[index];
   for (size_t i = 0; i < st.caches.size(); ++i) {
-    LayerCache& to = st.caches[i];
-    if (c.conv[i].defined())
-      std::memcpy(to.conv.data(), c.conv[i].data(), static_cast<size_t>(to.conv.nbytes()));
-    if (c.recurrent[i].defined())
-      std::memcpy(to.recurrent.data(), c.recurrent[i].data(), static_cast<size_t>(to.recurrent.nbytes()));
+    copy_contents(c.conv[i], st.caches[i].conv);
+    copy_contents(c.recurrent[i], st.caches[i].recurrent);
   }
   st.tokens_ = c.tokens;
   while (st.checkpoints_.size() > index + 1) {
@@ -119,7 +122,7 @@ bool DecoderModel::checkpoint_state(SequenceState& state) {
   auto copy = [&](const Tensor& from, Tensor& to) {
     if (!from.defined()) return;
     to = Tensor::empty(be_.pool(), from.dtype(), from.shape().data(), from.ndim(), "state checkpoint");
-    std::memcpy(to.data(), from.data(), static_cast<size_t>(from.nbytes()));
+    copy_contents(from, to);
     c.bytes += from.nbytes();
   };
   for (size_t i = 0; i < st.caches.size(); ++i) {

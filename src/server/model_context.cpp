@@ -111,7 +111,7 @@ PreparedPrompt prepare_chat(const ModelContext& ctx, const ChatRequest& request)
   }
   PreparedPrompt p;
   p.tokens = encode(ctx, rendered, /*add_special=*/false, "messages");  // the template writes its own BOS
-  p.message_boundaries = message_boundaries(ctx, in, p.tokens);
+  if (ctx.message_checkpoints) p.message_boundaries = message_boundaries(ctx, in, p.tokens);
   p.parser = chat::make_parser_options(ctx.output_format, rendered, request.tools, request.parse_tool_calls);
   p.text = text_options(ctx, request.gen);
   return p;

@@ -29,14 +29,18 @@ struct ModelContext {
   int64_t context_tokens = 0;        // tokens one sequence may hold: min(--ctx-size, the model's own limit)
   std::vector<int32_t> eos_tokens;   // end-of-generation ids (config.json, generation_config.json, tokenizer)
   ChooserFactory make_chooser;
+  // The engine keeps prompt checkpoints (keeps_prompt_checkpoints): chat prompts then carry their message
+  // boundaries, found by rendering two more times. Other models can cut a cached state back anywhere.
+  bool message_checkpoints = false;
 };
 
 // A request ready for the engine.
 struct PreparedPrompt {
   std::vector<int32_t> tokens;
-  // Chat: where the last message starts and where the conversation ends before the generation prompt (token
-  // positions, ascending): the engine checkpoints recurrent states there, since the next turn's rendering
-  // (which may drop this turn's reasoning) shares the prompt up to them.
+  // Chat, when ModelContext::message_checkpoints: where the last message starts and where the conversation
+  // ends before the generation prompt (token positions, ascending). The engine checkpoints recurrent states
+  // there, since the next turn's rendering (which may drop this turn's reasoning) shares the prompt up to
+  // them.
   std::vector<int64_t> message_boundaries;
   std::optional<chat::ParserOptions> parser;  // chat only
   TextOptions text;

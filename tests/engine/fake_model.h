@@ -86,17 +86,6 @@ class FakeModel final : public Model {
   }
   bool state_survives_failed_step() const override { return !s_.recurrent; }
 
-  std::unique_ptr<SequenceState> copy_state(const SequenceState& from, int64_t) override {
-    const auto& src = static_cast<const FakeState&>(from);
-    auto st = std::make_unique<FakeState>();
-    st->fixed_ = pool_.allocate(src.fixed_.bytes(), "fake state copy");
-    for (const auto& b : src.blocks_) st->blocks_.push_back(pool_.allocate(b.bytes(), "fake kv copy"));
-    st->tokens_ = src.tokens_;
-    st->hash_ = src.hash_;
-    st->history_ = src.history_;
-    ++copies;
-    return st;
-  }
   bool can_truncate_states() const override { return !s_.recurrent; }
   bool truncate_state(SequenceState& state, int64_t tokens) override {
     auto& st = static_cast<FakeState&>(state);
@@ -152,7 +141,6 @@ class FakeModel final : public Model {
     return freed;
   }
   int64_t checkpoints = 0;
-  int64_t copies = 0;
 
   Tensor forward(std::span<const StepItem> step) override {
     int64_t n = 0, n_logits = 0;

@@ -60,13 +60,7 @@ TEST(MemoryPlan, ShrinksBelowThePlanAndRunsAtIt) {
     sc.prefill_chunk_size = 256;
     sc.prompt_cache_entries = 0;
     Scheduler sched(m->model(), pool, sc);
-    auto sink = std::make_shared<RecordingSink>();
-    Request r;
-    r.prompt = test_prompt(1000, m->model().vocab_size(), 9);
-    r.max_new_tokens = 2;
-    r.chooser = std::make_unique<GreedyChooser>();
-    r.sink = sink;
-    sched.submit(std::move(r));
+    auto sink = submit_greedy(sched, test_prompt(1000, m->model().vocab_size(), 9), 2);
     ASSERT_TRUE(sched.step());  // the first chunk allocates the state
     ASSERT_EQ(sched.stats().steps, 1);
 

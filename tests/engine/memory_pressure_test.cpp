@@ -159,13 +159,7 @@ int fail_each(PooledModel& m, const std::vector<int32_t>& prompt, int64_t gen, i
     sc.ctx_size = static_cast<int64_t>(prompt.size()) + gen;
     sc.prefill_chunk_size = chunk;
     Scheduler sched(m.model(), *m.pool, sc);
-    auto sink = std::make_shared<RecordingSink>();
-    Request r;
-    r.prompt = prompt;
-    r.max_new_tokens = gen;
-    r.chooser = std::make_unique<GreedyChooser>();
-    r.sink = sink;
-    sched.submit(std::move(r));
+    auto sink = submit_greedy(sched, prompt, gen);
     m.pool->fail_nth_allocation(n);
     sched.run_until_idle();
     m.pool->fail_nth_allocation(0);
@@ -241,13 +235,7 @@ TEST(MemoryPressure, PersistentFailureEndsTheRequestWithARetryableErrorAndTheNex
     sc.ctx_size = 400;
     sc.prefill_chunk_size = 64;
     Scheduler sched(m->model(), *m->pool, sc);
-    auto sink = std::make_shared<RecordingSink>();
-    Request r;
-    r.prompt = doomed;
-    r.max_new_tokens = 3;
-    r.chooser = std::make_unique<GreedyChooser>();
-    r.sink = sink;
-    sched.submit(std::move(r));
+    auto sink = submit_greedy(sched, doomed, 3);
     ASSERT_TRUE(sched.step());  // one chunk in, then every step's first allocation is refused
     for (int i = 0; i < 50 && sink->finishes == 0; ++i) {
       m->pool->fail_nth_allocation(1);
@@ -260,13 +248,7 @@ TEST(MemoryPressure, PersistentFailureEndsTheRequestWithARetryableErrorAndTheNex
     EXPECT_EQ(sched.stats().failed_memory, 1);
     EXPECT_EQ(m->pool->in_use(), baseline + sched.stats().prompt_cache_bytes);
     // The scheduler goes on: the next request gets its one-shot output.
-    auto sink2 = std::make_shared<RecordingSink>();
-    Request r2;
-    r2.prompt = next;
-    r2.max_new_tokens = 3;
-    r2.chooser = std::make_unique<GreedyChooser>();
-    r2.sink = sink2;
-    sched.submit(std::move(r2));
+    auto sink2 = submit_greedy(sched, next, 3);
     sched.run_until_idle();
     EXPECT_EQ(sink2->reason, FinishReason::length) << sink2->error_message;
     EXPECT_EQ(sink2->tokens, want.tokens);
@@ -318,13 +300,7 @@ TEST(MemoryPressure, StorageThatRunsOutBeforeThePoolLimitEndsInBoundedSteps) {
       sc.ctx_size = L + gen;
       sc.prefill_chunk_size = L;
       Scheduler sched(m.model(), *m.pool, sc);
-      auto sink = std::make_shared<RecordingSink>();
-      Request r;
-      r.prompt = prompt;
-      r.max_new_tokens = gen;
-      r.chooser = std::make_unique<GreedyChooser>();
-      r.sink = sink;
-      sched.submit(std::move(r));
+      auto sink = submit_greedy(sched, prompt, gen);
       int64_t steps = 0;
       while (steps < 2000 && sched.step()) ++steps;
       ASSERT_LT(steps, 2000) << "no end in sight: " << sched.stats().failed_steps << " failed steps";

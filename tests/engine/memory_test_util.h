@@ -112,6 +112,19 @@ struct RequestResult {
   SchedulerStats stats;
 };
 
+// Submits a greedy request for `gen` tokens after `prompt`; the returned sink records what happens to it.
+inline std::shared_ptr<RecordingSink> submit_greedy(Scheduler& sched, std::vector<int32_t> prompt,
+                                                    int64_t gen) {
+  auto sink = std::make_shared<RecordingSink>();
+  Request r;
+  r.prompt = std::move(prompt);
+  r.max_new_tokens = gen;
+  r.chooser = std::make_unique<GreedyChooser>();
+  r.sink = sink;
+  sched.submit(std::move(r));
+  return sink;
+}
+
 // One request through a fresh Scheduler over `pool` (whatever its limit is now).
 inline RequestResult run_request(Model& model, MemoryPool& pool, const std::vector<int32_t>& prompt,
                                  int64_t gen, SchedulerConfig sc) {
@@ -213,7 +226,8 @@ struct ChildResult {
   std::string output;  // stdout and stderr
 };
 
-inline ChildResult run_child(const std::vector<std::string>& argv, const std::string& log_path, int timeout_s) {
+inline ChildResult run_child(const std::vector<std::string>& argv, const std::string& log_path,
+                             int timeout_s) {
   ChildResult r;
   const pid_t pid = fork();
   if (pid == 0) {

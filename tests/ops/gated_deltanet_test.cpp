@@ -171,40 +171,54 @@ TEST(GatedDeltaNet, ThreadCountDoesNotChangeBits) {
     (ob->be().threads()->size() == 1 ? one : three) = ob;
   }
   ASSERT_TRUE(one && three);
-  for (int64_t T : {1, 80}) {
-    Problem pr(*one, rng, {T, 1, 5, 16, 16});
-    Tensor s1 = copy_of(*one, pr.state0), o1 = nan_tensor(*one, {T, 5, 16});
-    Tensor s3 = copy_of(*one, pr.state0), o3 = nan_tensor(*one, {T, 5, 16});
-    pr.run(one->be(), s1, o1);
-    pr.run(three->be(), s3, o3);
-    EXPECT_TRUE(bitwise_equal(o1, o3));
-    EXPECT_TRUE(bitwise_equal(s1, s3));
-  }
+  for (Form form : {Form::recurrent, Form::chunked})
+    for (int64_t T : {1, 80}) {
+      SCOPED_TRACE(::testing::Message() << (form == Form::chunked ? "chunked" : "recurrent") << " T=" << T);
+      Problem pr(*one, rng, {T, 1, 5, 16, 16});
+      pr.form = form;
+      Tensor s1 = copy_of(*one, pr.state0), o1 = nan_tensor(*one, {T, 5, 16});
+      Tensor s3 = copy_of(*one, pr.state0), o3 = nan_tensor(*one, {T, 5, 16});
+      pr.run(one->be(), s1, o1);
+      pr.run(three->be(), s3, o3);
+      EXPECT_TRUE(bitwise_equal(o1, o3));
+      EXPECT_TRUE(bitwise_equal(s1, s3));
+    }
 }
 
+// Measured == planned at every T. The recurrent form takes the same bytes at every T ≥ 1; the chunked form's
+// grow with T up to the chunk and are flat from there (T = 64 and T = 700 take the same bytes).
 TEST(GatedDeltaNet, WorkspaceIsPlannedAndFlatInT) {
   KEEL_TEST_RNG(rng);
-  for (OpBackend* ob : op_backends()) {
-    SCOPED_TRACE(ob->name);
-    const int n_threads = ob->be().threads()->size();
-    std::vector<int64_t> measured;
-    for (int64_t T : {1, 9, 64, 700}) {
-      const Shape s{T, 2, 4, 32, 32};
-      Problem pr(*ob, rng, s);
-      Tensor state = copy_of(*ob, pr.state0), out = nan_tensor(*ob, {T, s.Hv, s.Dv});
-      int64_t peak = pool_peak_during(ob->pool(), [&] { pr.run(ob->be(), state, out); });
-      EXPECT_TRUE(workspace_ok(
-          peak, ops::gated_deltanet_workspace_bytes(T, s.Hv, s.Dk, s.Dv, pr.params(), n_threads)))
-          << "T=" << T;
-      measured.push_back(peak);
+  for (OpBackend* ob : op_backends())
+    for (Form form : {Form::recurrent, Form::chunked}) {
+      SCOPED_TRACE(ob->name);
+      SCOPED_TRACE(form == Form::chunked ? "chunked" : "recurrent");
+      const int n_threads = ob->be().threads()->size();
+      std::vector<int64_t> measured;
+      for (int64_t T : {1, 9, 64, 700}) {
+        const Shape s{T, 2, 4, 32, 32};
+        Problem pr(*ob, rng, s);
+        pr.form = form;
+        Tensor state = copy_of(*ob, pr.state0), out = nan_tensor(*ob, {T, s.Hv, s.Dv});
+        int64_t peak = pool_peak_during(ob->pool(), [&] { pr.run(ob->be(), state, out); });
+        EXPECT_TRUE(workspace_ok(
+            peak, ops::gated_deltanet_workspace_bytes(T, s.Hv, s.Dk, s.Dv, pr.params(), n_threads)))
+            << "T=" << T;
+        measured.push_back(peak);
+      }
+      const ops::GatedDeltaNetParams p{64, true, 1e-6f, form};
+      if (form == Form::recurrent) {
+        for (size_t i = 1; i < measured.size(); ++i)
+          EXPECT_EQ(measured[i], measured[0]) << "workspace grew with T";
+        EXPECT_EQ(ops::gated_deltanet_workspace_bytes(16384, 32, 128, 128, p, n_threads),
+                  ops::gated_deltanet_workspace_bytes(1, 32, 128, 128, p, n_threads));
+      } else {
+        EXPECT_EQ(measured[2], measured[3]) << "workspace grew from T=64 to T=700";
+        EXPECT_EQ(ops::gated_deltanet_workspace_bytes(16384, 32, 128, 128, p, n_threads),
+                  ops::gated_deltanet_workspace_bytes(64, 32, 128, 128, p, n_threads));
+      }
+      EXPECT_EQ(ops::gated_deltanet_workspace_bytes(0, 32, 128, 128, p, n_threads), 0);
     }
-    for (size_t i = 1; i < measured.size(); ++i)
-      EXPECT_EQ(measured[i], measured[0]) << "workspace grew with T";
-    const ops::GatedDeltaNetParams p;
-    EXPECT_EQ(ops::gated_deltanet_workspace_bytes(16384, 32, 128, 128, p, n_threads),
-              ops::gated_deltanet_workspace_bytes(1, 32, 128, 128, p, n_threads));
-    EXPECT_EQ(ops::gated_deltanet_workspace_bytes(0, 32, 128, 128, p, n_threads), 0);
-  }
 }
 
 TEST(GatedDeltaNet, RejectsMismatchedShapes) {
@@ -311,48 +325,5 @@ TEST(GatedDeltaNetChunked, PiecesAndTheRecurrentFormAgree) {
     std::vector<double> ref_state = values(pr.state0);
     std::vector<double> ref_out = pr.reference(ref_state);
     EXPECT_TRUE(all_close(out, ref_out, kChunkedAtolScale * max_abs(ref_out), kChunkedRtol));
-  }
-}
-
-TEST(GatedDeltaNetChunked, ThreadCountDoesNotChangeBits) {
-  KEEL_TEST_RNG(rng);
-  OpBackend* one = nullptr;
-  OpBackend* three = nullptr;
-  for (OpBackend* ob : op_backends()) {
-    if (static_cast<CpuBackend&>(ob->be()).isa() != cpu_isa()) continue;
-    (ob->be().threads()->size() == 1 ? one : three) = ob;
-  }
-  ASSERT_TRUE(one && three);
-  Problem pr(*one, rng, {80, 1, 5, 16, 16});
-  pr.form = Form::chunked;
-  Tensor s1 = copy_of(*one, pr.state0), o1 = nan_tensor(*one, {80, 5, 16});
-  Tensor s3 = copy_of(*one, pr.state0), o3 = nan_tensor(*one, {80, 5, 16});
-  pr.run(one->be(), s1, o1);
-  pr.run(three->be(), s3, o3);
-  EXPECT_TRUE(bitwise_equal(o1, o3));
-  EXPECT_TRUE(bitwise_equal(s1, s3));
-}
-
-// Measured == planned at every T; flat once T reaches the chunk (T = 64 and T = 700 take the same bytes).
-TEST(GatedDeltaNetChunked, WorkspaceIsPlannedAndFlatPastTheChunk) {
-  KEEL_TEST_RNG(rng);
-  for (OpBackend* ob : op_backends()) {
-    SCOPED_TRACE(ob->name);
-    const int n_threads = ob->be().threads()->size();
-    std::vector<int64_t> measured;
-    for (int64_t T : {1, 9, 64, 700}) {
-      Problem pr(*ob, rng, {T, 2, 4, 32, 32});
-      pr.form = Form::chunked;
-      Tensor state = copy_of(*ob, pr.state0), out = nan_tensor(*ob, {T, 4, 32});
-      int64_t peak = pool_peak_during(ob->pool(), [&] { pr.run(ob->be(), state, out); });
-      EXPECT_TRUE(
-          workspace_ok(peak, ops::gated_deltanet_workspace_bytes(T, 4, 32, 32, pr.params(), n_threads)))
-          << "T=" << T;
-      measured.push_back(peak);
-    }
-    EXPECT_EQ(measured[2], measured[3]) << "workspace grew from T=64 to T=700";
-    const ops::GatedDeltaNetParams p{64, true, 1e-6f, Form::chunked};
-    EXPECT_EQ(ops::gated_deltanet_workspace_bytes(16384, 32, 128, 128, p, n_threads),
-              ops::gated_deltanet_workspace_bytes(64, 32, 128, 128, p, n_threads));
   }
 }

@@ -31,6 +31,7 @@ struct Fixture {
     ctx.chat_template = &*tmpl;
     ctx.output_format = chat::detect_output_format(source);
     ctx.model_id = "m";
+    ctx.message_checkpoints = true;  // as for a hybrid model
   }
   ChatRequest request(const char* json) { return parse_chat_request(Json::parse(json)); }
   std::string prompt_text(const PreparedPrompt& p) { return tok->decode(p.tokens); }

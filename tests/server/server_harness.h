@@ -122,6 +122,7 @@ class InProcessServer {
     ctx_.output_format = chat::OutputFormat{};
     ctx_.model_id = "test-model";
     ctx_.context_tokens = o.scheduler.ctx_size;
+    ctx_.message_checkpoints = keeps_prompt_checkpoints(*failing_, o.scheduler);
     if (auto eos = tokenizer_->eos_id()) ctx_.eos_tokens = {*eos};
     ctx_.make_chooser = [](const server::GenerationOptions& g) {
       return std::make_unique<ExactGreedy>(g.logprobs ? g.top_logprobs : 0);
