@@ -1,5 +1,6 @@
-// Tokenizer throughput: the Qwen3 tokenizer (../shared/fixtures/tokenizers/qwen3, or $KEEL_QWEN3_DIR) on ~400 KB of
-// generated English prose, one thread. Reports bytes/s; "cold" clears the BPE word cache before each pass.
+// Tokenizer throughput: the Qwen3 tokenizer (../shared/fixtures/tokenizers/qwen3, or $KEEL_QWEN3_DIR) on ~400
+// KB of generated English prose, one thread. Reports bytes/s; "cold" clears the BPE word cache before each
+// pass.
 #include <benchmark/benchmark.h>
 
 #include <cstdlib>
@@ -30,23 +31,51 @@ const Tokenizer& qwen3() {
 const std::string& english_text() {
   static const std::string text = [] {
     const std::vector<std::string> subjects = {
-        "The old miller", "A young teacher", "Our neighbours", "The committee", "Every traveller", "She",
-        "The engineers", "My grandmother", "A quiet stranger", "The children", "Nobody in the village",
-        "The ship's captain", "Two scientists", "The mayor of the town", "His younger brother"};
-    const std::vector<std::string> verbs = {
-        "walked slowly toward", "wrote a long letter about", "could not stop thinking about", "argued for hours over",
-        "had never seen", "carefully repaired", "was surprised by", "quietly remembered", "painted a picture of",
-        "didn't understand", "returned in 1887 to", "paid 42 dollars for", "explained the history of",
-        "they'd been searching for", "counted 3,500 stones along"};
-    const std::vector<std::string> objects = {
-        "the river behind the church", "an unusual machine", "the northern mountains", "the harbour at dawn",
-        "a forgotten library", "the price of bread", "the railway station", "a letter from London",
-        "the garden wall", "the winter storms", "an old photograph", "the market square", "the lighthouse",
-        "a broken violin", "the evening newspaper"};
-    const std::vector<std::string> tails = {
-        ".", ", and then it began to rain.", "; nobody knew why.", " before the sun went down.",
-        ", although it was already late.", "! \"Remarkable,\" she said.", "? Perhaps.", " (or so they claimed).",
-        ", which surprised everyone.", " on Tuesday, 14 March."};
+        "The old miller", "A young teacher",       "Our neighbours",
+        "The committee",  "Every traveller",       "She",
+        "The engineers",  "My grandmother",        "A quiet stranger",
+        "The children",   "Nobody in the village", "The ship's captain",
+        "Two scientists", "The mayor of the town", "His younger brother"};
+    const std::vector<std::string> verbs = {"walked slowly toward",
+                                            "wrote a long letter about",
+                                            "could not stop thinking about",
+                                            "argued for hours over",
+                                            "had never seen",
+                                            "carefully repaired",
+                                            "was surprised by",
+                                            "quietly remembered",
+                                            "painted a picture of",
+                                            "didn't understand",
+                                            "returned in 1887 to",
+                                            "paid 42 dollars for",
+                                            "explained the history of",
+                                            "they'd been searching for",
+                                            "counted 3,500 stones along"};
+    const std::vector<std::string> objects = {"the river behind the church",
+                                              "an unusual machine",
+                                              "the northern mountains",
+                                              "the harbour at dawn",
+                                              "a forgotten library",
+                                              "the price of bread",
+                                              "the railway station",
+                                              "a letter from London",
+                                              "the garden wall",
+                                              "the winter storms",
+                                              "an old photograph",
+                                              "the market square",
+                                              "the lighthouse",
+                                              "a broken violin",
+                                              "the evening newspaper"};
+    const std::vector<std::string> tails = {".",
+                                            ", and then it began to rain.",
+                                            "; nobody knew why.",
+                                            " before the sun went down.",
+                                            ", although it was already late.",
+                                            "! \"Remarkable,\" she said.",
+                                            "? Perhaps.",
+                                            " (or so they claimed).",
+                                            ", which surprised everyone.",
+                                            " on Tuesday, 14 March."};
     std::mt19937 rng(12345);
     auto pick = [&](const std::vector<std::string>& v) { return v[rng() % v.size()]; };
     std::string out;

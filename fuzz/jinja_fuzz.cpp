@@ -1,8 +1,8 @@
 // fuzz-libs: keel_core keel_chat
 
-// libFuzzer target: arbitrary template text (and, after a NUL byte, an optional JSON context) -> parse -> render
-// with tight limits. A keel::Error is the only acceptable failure: no crash, no sanitizer report, no hang (the
-// render budget bounds work), no unbounded memory (string, list, output and nesting limits).
+// libFuzzer target: arbitrary template text (and, after a NUL byte, an optional JSON context) -> parse ->
+// render with tight limits. A keel::Error is the only acceptable failure: no crash, no sanitizer report, no
+// hang (the render budget bounds work), no unbounded memory (string, list, output and nesting limits).
 #include <cstddef>
 #include <cstdint>
 #include <string>

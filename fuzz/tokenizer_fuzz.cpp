@@ -2,8 +2,8 @@
 
 // libFuzzer target: tokenizer.json parsing, then encoding and decoding with what was parsed. The input is the
 // tokenizer.json text, optionally followed by "\0\0" and a text to encode (otherwise a fixed hostile text is
-// used). keel::Error is the only acceptable failure. Seeds in fuzz/corpus/tokenizer_fuzz/ are the tokenizers of
-// tests/fixtures/tokenizers/ followed by texts from their hostile corpus, and malformed variants.
+// used). keel::Error is the only acceptable failure. Seeds in fuzz/corpus/tokenizer_fuzz/ are the tokenizers
+// of tests/fixtures/tokenizers/ followed by texts from their hostile corpus, and malformed variants.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -18,9 +18,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view input(reinterpret_cast<const char*>(data), size);
   const size_t sep = input.find(std::string_view("\0\0", 2));
   const std::string_view json = input.substr(0, sep);
-  const std::string_view text = sep == std::string_view::npos
-                                    ? std::string_view("Hello <s> w\xC3\xB6rld\t\t 123 <|im_start|>\xF0\x9F\x98\x80 ")
-                                    : input.substr(sep + 2);
+  const std::string_view text =
+      sep == std::string_view::npos
+          ? std::string_view("Hello <s> w\xC3\xB6rld\t\t 123 <|im_start|>\xF0\x9F\x98\x80 ")
+          : input.substr(sep + 2);
   try {
     const auto tok = keel::tokenizer::Tokenizer::from_json(json, {}, "fuzz/tokenizer.json");
     for (bool allow : {false, true}) {

@@ -1,6 +1,6 @@
-// The backend interface: a device, its memory pool, a stream, and which ops it supports. The CPU backend lives
-// in backend/cpu/, CUDA (later) in backend/cuda/. Ops in src/ops/ check shapes, state their workspace, and call
-// the backend's kernels; every backend is tested by the one harness in tests/ops/.
+// The backend interface: a device, its memory pool, a stream, and which ops it supports. The CPU backend
+// lives in backend/cpu/, CUDA (later) in backend/cuda/. Ops in src/ops/ check shapes, state their workspace,
+// and call the backend's kernels; every backend is tested by the one harness in tests/ops/.
 #pragma once
 #include <memory>
 #include <string>

@@ -26,15 +26,17 @@ std::string special_token(const Json& config, const char* name, const std::strin
   if (it->is_object() && it->contains("content") && (*it)["content"].is_string()) {
     return (*it)["content"].get<std::string>();
   }
-  throw_error(ErrorCode::invalid_file, "{}: {} must be a string or an object with a \"content\" string", path, name);
+  throw_error(ErrorCode::invalid_file, "{}: {} must be a string or an object with a \"content\" string", path,
+              name);
 }
 
 Json probe_messages(bool object_arguments) {
   Json arguments = Json::object({{"keel_probe_arg", "keel_probe_value"}});
-  Json call = {{"id", "keelprobe"},
-               {"type", "function"},
-               {"function", {{"name", "keel_probe_tool"},
-                             {"arguments", object_arguments ? arguments : Json(arguments.dump())}}}};
+  Json call = {
+      {"id", "keelprobe"},
+      {"type", "function"},
+      {"function",
+       {{"name", "keel_probe_tool"}, {"arguments", object_arguments ? arguments : Json(arguments.dump())}}}};
   return Json::array({
       {{"role", "user"}, {"content", "Use the tool."}},
       {{"role", "assistant"}, {"content", ""}, {"tool_calls", Json::array({call})}},
@@ -46,8 +48,9 @@ Json probe_tools() {
   Json params = {{"type", "object"},
                  {"properties", {{"keel_probe_arg", {{"type", "string"}, {"description", "a probe"}}}}},
                  {"required", Json::array({"keel_probe_arg"})}};
-  return Json::array({{{"type", "function"},
-                       {"function", {{"name", "keel_probe_tool"}, {"description", "A probe."}, {"parameters", params}}}}});
+  return Json::array(
+      {{{"type", "function"},
+        {"function", {{"name", "keel_probe_tool"}, {"description", "A probe."}, {"parameters", params}}}}});
 }
 
 }  // namespace
@@ -96,7 +99,8 @@ ChatTemplate ChatTemplate::from_model_dir(const std::string& dir, const std::str
   std::string eos = special_token(config, "eos_token", config_path);
   Json others = Json::object();
   for (const char* name : {"unk_token", "pad_token", "sep_token", "cls_token", "mask_token"}) {
-    if (config.contains(name) && !config[name].is_null()) others[name] = special_token(config, name, config_path);
+    if (config.contains(name) && !config[name].is_null())
+      others[name] = special_token(config, name, config_path);
   }
   if (!template_file.empty()) return ChatTemplate(read_file(template_file), bos, eos, std::nullopt, others);
   std::string jinja_path = (fs::path(dir) / "chat_template.jinja").string();
@@ -107,13 +111,14 @@ ChatTemplate ChatTemplate::from_model_dir(const std::string& dir, const std::str
     throw_error(ErrorCode::invalid_file, "{}: no chat_template (and no {})", config_path, jinja_path);
   }
   if (it->is_string()) return ChatTemplate(it->get<std::string>(), bos, eos, std::nullopt, others);
-  if (!it->is_array()) throw_error(ErrorCode::invalid_file, "{}: chat_template must be a string or a list", config_path);
+  if (!it->is_array())
+    throw_error(ErrorCode::invalid_file, "{}: chat_template must be a string or a list", config_path);
   std::optional<std::string> default_source, tool_use_source;
   for (const auto& entry : *it) {
-    if (!entry.is_object() || !entry.contains("name") || !entry.contains("template") || !entry["name"].is_string() ||
-        !entry["template"].is_string()) {
-      throw_error(ErrorCode::invalid_file, "{}: each chat_template entry needs a \"name\" and a \"template\" string",
-                  config_path);
+    if (!entry.is_object() || !entry.contains("name") || !entry.contains("template") ||
+        !entry["name"].is_string() || !entry["template"].is_string()) {
+      throw_error(ErrorCode::invalid_file,
+                  "{}: each chat_template entry needs a \"name\" and a \"template\" string", config_path);
     }
     std::string name = entry["name"].get<std::string>();
     if (name == "default") default_source = entry["template"].get<std::string>();
@@ -157,7 +162,8 @@ bool ChatTemplate::probe_object_arguments() const {
   inputs.add_generation_prompt = true;
   try {
     std::string out = render(inputs);
-    return out.find("keel_probe_value") != std::string::npos && out.find("'keel_probe_arg'") == std::string::npos;
+    return out.find("keel_probe_value") != std::string::npos &&
+           out.find("'keel_probe_arg'") == std::string::npos;
   } catch (const Error&) {
     return false;
   }

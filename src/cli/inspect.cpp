@@ -4,8 +4,8 @@
 #include <iostream>
 #include <limits>
 #include <memory>
-#include <thread>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "backend/cpu/cpu_backend.h"
 #include "cli/commands.h"
@@ -27,7 +27,8 @@ struct InspectOptions {
   int64_t chunk = -1;  // tokens per prefill step; -1: not asked
 };
 
-// The model's closed-form transient bytes for a prefill step of `chunk` tokens (logits for its last) on all cores.
+// The model's closed-form transient bytes for a prefill step of `chunk` tokens (logits for its last) on all
+// cores.
 int64_t planned_step_bytes(const std::string& dir, int64_t chunk) {
   MemoryPool pool("cpu", std::numeric_limits<int64_t>::max());
   CpuBackend be(pool, 0);

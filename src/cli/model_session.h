@@ -1,10 +1,9 @@
 // What `keel run`, `keel perplexity` (and later bench/serve) share: the CPU pool under the memory limit, the
 // backend, the loaded model (its weights counted in the pool) and its tokenizer.
 #pragma once
+#include <CLI/CLI.hpp>
 #include <memory>
 #include <string>
-
-#include <CLI/CLI.hpp>
 
 #include "backend/cpu/cpu_backend.h"
 #include "core/pool.h"

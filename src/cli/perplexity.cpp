@@ -1,20 +1,20 @@
 // keel perplexity -m DIR (--file F | --ids-file F) [--ctx N] [--prefill-chunk-size N] [--bos-id N | --no-bos]
 //                 [--json] [-t N] [--memory-limit X]
 // Scores text under the model (models/scoring.h). Documents: --file is one document (its text encoded without
-// special tokens); --ids-file holds whitespace-separated ids, one document per line. Each document is cut into
-// windows of --ctx tokens, each window run from a fresh state: [BOS] + (ctx − 1) document tokens, so every token
-// is scored once (the BOS is the config's bos_token_id, else the tokenizer's; --no-bos drops it, and then the
-// first token of each window is context only). ppl = exp(mean nll). --json prints {"nll": [...], "argmax": [...],
-// "ppl": x}: nll[i] = −log p(scored token i | what precedes it in its window), argmax[i] the model's most likely
-// token at that position.
+// special tokens); --ids-file holds whitespace-separated ids, one document per line. Each document is cut
+// into windows of --ctx tokens, each window run from a fresh state: [BOS] + (ctx − 1) document tokens, so
+// every token is scored once (the BOS is the config's bos_token_id, else the tokenizer's; --no-bos drops it,
+// and then the first token of each window is context only). ppl = exp(mean nll). --json prints {"nll": [...],
+// "argmax": [...], "ppl": x}: nll[i] = −log p(scored token i | what precedes it in its window), argmax[i] the
+// model's most likely token at that position.
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "cli/commands.h"
@@ -61,8 +61,8 @@ std::vector<std::vector<int32_t>> read_id_documents(const std::string& path, int
         used = 0;
       }
       if (used != w.size() || v < 0 || v >= vocab)
-        throw_error(ErrorCode::invalid_argument, "{}:{}: \"{}\" is not a token id of this model (vocabulary {})", path,
-                    line_no, w, vocab);
+        throw_error(ErrorCode::invalid_argument,
+                    "{}:{}: \"{}\" is not a token id of this model (vocabulary {})", path, line_no, w, vocab);
       doc.push_back(static_cast<int32_t>(v));
     }
     if (!doc.empty()) docs.push_back(std::move(doc));
@@ -86,8 +86,10 @@ void run_perplexity(const PerplexityArgs& a) {
   if (a.bos_id >= 0) {
     opt.bos = static_cast<int32_t>(a.bos_id);
   } else if (!a.no_bos) {
-    if (s.loaded.config.bos_token_id) opt.bos = static_cast<int32_t>(*s.loaded.config.bos_token_id);
-    else if (s.tok && s.tok->bos_id()) opt.bos = *s.tok->bos_id();
+    if (s.loaded.config.bos_token_id)
+      opt.bos = static_cast<int32_t>(*s.loaded.config.bos_token_id);
+    else if (s.tok && s.tok->bos_id())
+      opt.bos = *s.tok->bos_id();
   }
   models::Scores scores;
   const auto start = std::chrono::steady_clock::now();
@@ -103,8 +105,8 @@ void run_perplexity(const PerplexityArgs& a) {
     out["ppl"] = ppl;
     std::cout << out.dump() << "\n";
   } else {
-    std::cout << fmt::format("perplexity {:.4f} over {} tokens ({} documents, windows of {} tokens, {})\n", ppl,
-                             scores.nll.size(), docs.size(), a.ctx,
+    std::cout << fmt::format("perplexity {:.4f} over {} tokens ({} documents, windows of {} tokens, {})\n",
+                             ppl, scores.nll.size(), docs.size(), a.ctx,
                              opt.bos ? fmt::format("BOS {}", *opt.bos) : std::string("no BOS"));
   }
   fmt::print(stderr, "keel: scored {} tokens in {:.2f} s ({:.1f} tokens/s)\n", scores.nll.size(), secs,
@@ -119,9 +121,11 @@ void add_perplexity_command(CLI::App& app) {
   add_session_options(*cmd, a->session);
   cmd->add_option("--file", a->file, "Text file: one document, encoded without special tokens");
   cmd->add_option("--ids-file", a->ids_file, "Token ids, whitespace-separated; one document per line");
-  cmd->add_option("--ctx", a->ctx, "Tokens per window, BOS included; each window starts from a fresh state (512)")
+  cmd->add_option("--ctx", a->ctx,
+                  "Tokens per window, BOS included; each window starts from a fresh state (512)")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--prefill-chunk-size", a->chunk, "Tokens per forward step (512)")->check(CLI::PositiveNumber);
+  cmd->add_option("--prefill-chunk-size", a->chunk, "Tokens per forward step (512)")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--bos-id", a->bos_id, "Token prepended to every window (default: the model's BOS)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--no-bos", a->no_bos, "Prepend nothing: the first token of each window is context only");

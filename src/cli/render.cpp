@@ -37,7 +37,8 @@ std::optional<std::tm> parse_now(const std::string& text) {
   std::tm tm{};
   int n = std::sscanf(text.c_str(), "%d-%d-%d %d:%d:%d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
                       &tm.tm_min, &tm.tm_sec);
-  if (n != 3 && n != 6) throw_error(ErrorCode::invalid_argument, "--now {}: expected \"YYYY-MM-DD[ HH:MM:SS]\"", text);
+  if (n != 3 && n != 6)
+    throw_error(ErrorCode::invalid_argument, "--now {}: expected \"YYYY-MM-DD[ HH:MM:SS]\"", text);
   tm.tm_year -= 1900;
   tm.tm_mon -= 1;
   tm.tm_isdst = -1;
@@ -87,7 +88,8 @@ void run_render(const RenderArgs& args) {
     if (messages.contains("tools")) inputs.tools = messages["tools"];
     messages = messages["messages"];
   }
-  if (!messages.is_array()) throw_error(ErrorCode::invalid_argument, "--messages {}: expected a JSON array", args.messages);
+  if (!messages.is_array())
+    throw_error(ErrorCode::invalid_argument, "--messages {}: expected a JSON array", args.messages);
   inputs.messages = args.raw_arguments ? messages : tmpl.prepare_messages(messages);
   if (!args.tools.empty()) inputs.tools = read_json_file(args.tools, "--tools");
   if (!inputs.tools.is_null() && !inputs.tools.is_array()) {
@@ -95,7 +97,8 @@ void run_render(const RenderArgs& args) {
   }
   if (!args.kwargs.empty()) {
     inputs.extra = chat::Json::parse(args.kwargs, nullptr, false);
-    if (!inputs.extra.is_object()) throw_error(ErrorCode::invalid_argument, "--kwargs {}: expected a JSON object", args.kwargs);
+    if (!inputs.extra.is_object())
+      throw_error(ErrorCode::invalid_argument, "--kwargs {}: expected a JSON object", args.kwargs);
   }
   inputs.add_generation_prompt = !args.no_generation_prompt;
   std::string prompt = tmpl.render(inputs, options);
@@ -106,14 +109,19 @@ void run_render(const RenderArgs& args) {
 }  // namespace
 
 void add_render_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("render", "Print the prompt a model's chat template makes of a conversation");
+  auto* cmd =
+      app.add_subcommand("render", "Print the prompt a model's chat template makes of a conversation");
   auto args = std::make_shared<RenderArgs>();
-  cmd->add_option("-m,--model", args->model, "Model folder (only tokenizer_config.json / chat_template.jinja are read)");
+  cmd->add_option("-m,--model", args->model,
+                  "Model folder (only tokenizer_config.json / chat_template.jinja are read)");
   cmd->add_option("--messages", args->messages, "JSON file: an array of messages, or an OpenAI request body");
   cmd->add_option("--tools", args->tools, "JSON file: an array of OpenAI tools");
-  cmd->add_option("--kwargs", args->kwargs, "Extra template variables as a JSON object, e.g. '{\"enable_thinking\":false}'");
-  cmd->add_flag("--no-generation-prompt", args->no_generation_prompt, "Render with add_generation_prompt=false");
-  cmd->add_option("--chat-template", args->chat_template, "A Jinja template file to use instead of the model's");
+  cmd->add_option("--kwargs", args->kwargs,
+                  "Extra template variables as a JSON object, e.g. '{\"enable_thinking\":false}'");
+  cmd->add_flag("--no-generation-prompt", args->no_generation_prompt,
+                "Render with add_generation_prompt=false");
+  cmd->add_option("--chat-template", args->chat_template,
+                  "A Jinja template file to use instead of the model's");
   cmd->add_flag("--raw-arguments", args->raw_arguments,
                 "Pass tool-call arguments as given (no JSON-string-to-object normalization)");
   cmd->add_option("--now", args->now, "Pin strftime_now's clock: \"YYYY-MM-DD[ HH:MM:SS]\"");

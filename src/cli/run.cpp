@@ -1,10 +1,9 @@
 // keel run -m DIR (-p TEXT | --prompt-ids 1,2,3) [-n N] [--temp T] [--top-p P] [--seed S] [--chat]
 //          [--prefill-chunk-size N] [--ctx N] [--json] [-t N] [--memory-limit X]
-// One request through the Scheduler (the server's path): the text streams to stdout as it is generated; prompt
-// and generation speed go to stderr at the end. --json prints {"ids": [...], "text": "..."} for the generated
-// tokens only (the stop token's id included, special tokens left out of the text), once done.
+// One request through the Scheduler (the server's path): the text streams to stdout as it is generated;
+// prompt and generation speed go to stderr at the end. --json prints {"ids": [...], "text": "..."} for the
+// generated tokens only (the stop token's id included, special tokens left out of the text), once done.
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include <chrono>
 #include <cstdio>
@@ -12,6 +11,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "chat/chat_template.h"
@@ -105,7 +105,8 @@ std::vector<int32_t> stop_tokens(const ModelSession& s, const std::string& dir) 
 void run(const RunArgs& a) {
   if (a.prompt.empty() == a.prompt_ids.empty())
     throw_error(ErrorCode::invalid_argument, "run: give exactly one of -p/--prompt and --prompt-ids");
-  if (a.chat && !a.prompt_ids.empty()) throw_error(ErrorCode::invalid_argument, "run: --chat needs -p/--prompt text");
+  if (a.chat && !a.prompt_ids.empty())
+    throw_error(ErrorCode::invalid_argument, "run: --chat needs -p/--prompt text");
   ModelSession s = open_session(a.session, !a.prompt.empty());
   Model& model = s.model();
 
@@ -156,9 +157,11 @@ void run(const RunArgs& a) {
   const auto secs = [](Clock::duration d) { return std::chrono::duration<double>(d).count(); };
   const double t_prompt = sink->ids.empty() ? secs(Clock::now() - start) : secs(sink->first_token - start);
   const double t_gen = sink->ids.size() > 1 ? secs(sink->last_token - sink->first_token) : 0.0;
-  fmt::print(stderr, "keel: prompt {} tokens in {:.3f} s ({:.1f} tokens/s); generated {} tokens, {:.1f} tokens/s ({})\n",
-             prompt.size(), t_prompt, t_prompt > 0 ? double(prompt.size()) / t_prompt : 0.0, sink->ids.size(),
-             t_gen > 0 ? double(sink->ids.size() - 1) / t_gen : 0.0, finish_reason_name(sink->reason));
+  fmt::print(
+      stderr,
+      "keel: prompt {} tokens in {:.3f} s ({:.1f} tokens/s); generated {} tokens, {:.1f} tokens/s ({})\n",
+      prompt.size(), t_prompt, t_prompt > 0 ? double(prompt.size()) / t_prompt : 0.0, sink->ids.size(),
+      t_gen > 0 ? double(sink->ids.size() - 1) / t_gen : 0.0, finish_reason_name(sink->reason));
 }
 
 }  // namespace
@@ -173,7 +176,8 @@ void add_run_command(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--temp", a->temperature, "Sampling temperature; 0 is greedy (default 0)")
       ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--top-p", a->top_p, "Nucleus sampling: keep the smallest set reaching this probability (default 1)")
+  cmd->add_option("--top-p", a->top_p,
+                  "Nucleus sampling: keep the smallest set reaching this probability (default 1)")
       ->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--seed", a->seed, "Sampling seed (default 0)");
   cmd->add_flag("--chat", a->chat, "Wrap the prompt in the model's chat template as one user message");

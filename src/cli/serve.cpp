@@ -1,5 +1,5 @@
-// keel serve: load a model folder and serve it over the OpenAI-compatible HTTP API (src/server/). Flags follow
-// llama-server where they overlap, so a desktop app's launch line works unchanged:
+// keel serve: load a model folder and serve it over the OpenAI-compatible HTTP API (src/server/). Flags
+// follow llama-server where they overlap, so a desktop app's launch line works unchanged:
 //   keel serve --model <dir> --ctx-size 8192 --jinja --host 127.0.0.1 --port 39913 --alias repro --parallel 1
 // The port is bound first, so /health answers 503 while the model loads and 200 once requests are served.
 #include <fmt/format.h>
@@ -58,7 +58,8 @@ std::string read_text(const fs::path& path) {
 Json read_json_or_empty(const fs::path& path) {
   if (!fs::exists(path)) return Json::object();
   Json j = Json::parse(read_text(path), nullptr, false);
-  if (j.is_discarded() || !j.is_object()) throw_error(ErrorCode::invalid_file, "{}: not a JSON object", path.string());
+  if (j.is_discarded() || !j.is_object())
+    throw_error(ErrorCode::invalid_file, "{}: not a JSON object", path.string());
   return j;
 }
 
@@ -74,14 +75,17 @@ std::string default_model_dir() {
   }
   for (const fs::path& p : candidates)
     if (fs::exists(p / "config.json")) return p.string();
-  throw_error(ErrorCode::invalid_argument, "no --model given and the bundled model ({}) is not next to keel; pass "
-              "--model DIR (a Hugging Face folder with config.json, *.safetensors and tokenizer.json)", name);
+  throw_error(ErrorCode::invalid_argument,
+              "no --model given and the bundled model ({}) is not next to keel; pass "
+              "--model DIR (a Hugging Face folder with config.json, *.safetensors and tokenizer.json)",
+              name);
 }
 
 void check_device(const std::string& device) {
   if (device == "cpu") return;
   if (device == "cuda" || device.starts_with("cuda:"))
-    throw_error(ErrorCode::unsupported, "--device {}: this keel was built without CUDA; use --device cpu", device);
+    throw_error(ErrorCode::unsupported, "--device {}: this keel was built without CUDA; use --device cpu",
+                device);
   throw_error(ErrorCode::invalid_argument, "--device {}: expected cpu or cuda[:N]", device);
 }
 
@@ -89,7 +93,8 @@ void check_device(const std::string& device) {
 // order as chat::ChatTemplate::from_model_dir. A template list gives all its entries.
 std::string chat_template_source(const std::string& dir, const std::string& file) {
   if (!file.empty()) return read_text(file);
-  if (fs::exists(fs::path(dir) / "chat_template.jinja")) return read_text(fs::path(dir) / "chat_template.jinja");
+  if (fs::exists(fs::path(dir) / "chat_template.jinja"))
+    return read_text(fs::path(dir) / "chat_template.jinja");
   Json config = read_json_or_empty(fs::path(dir) / "tokenizer_config.json");
   auto it = config.find("chat_template");
   if (it == config.end()) return "";
@@ -97,7 +102,8 @@ std::string chat_template_source(const std::string& dir, const std::string& file
   std::string all;
   if (it->is_array())
     for (const auto& e : *it)
-      if (e.is_object() && e.contains("template") && e["template"].is_string()) all += e["template"].get<std::string>();
+      if (e.is_object() && e.contains("template") && e["template"].is_string())
+        all += e["template"].get<std::string>();
   return all;
 }
 
@@ -125,7 +131,8 @@ GenerationDefaults read_generation_defaults(const std::string& dir) {
   num("top_p", d.params.top_p);
   num("min_p", d.params.min_p);
   num("repetition_penalty", d.params.repetition_penalty);
-  if (auto it = g.find("top_k"); it != g.end() && it->is_number_integer()) d.params.top_k = it->get<int32_t>();
+  if (auto it = g.find("top_k"); it != g.end() && it->is_number_integer())
+    d.params.top_k = it->get<int32_t>();
   if (g.value("do_sample", true) == false) d.params.temperature = 0.0f;
   return d;
 }
@@ -148,18 +155,20 @@ server::ChooserFactory chooser_factory(Backend& be, ops::SamplingParams defaults
 }
 
 // Refuses to start when the smallest useful work cannot fit: the loaded weights, one sequence's state at a
-// one-token context and a one-token step. Returns the context one request can really use: the most tokens n ≤ ctx
-// whose state, with the step that generates after them, fits beside the weights (what /v1/models reports).
+// one-token context and a one-token step. Returns the context one request can really use: the most tokens n ≤
+// ctx whose state, with the step that generates after them, fits beside the weights (what /v1/models
+// reports).
 int64_t check_fits(Model& model, MemoryPool& pool, int64_t ctx) {
   StepShapeItem one{1, 0, 1};
   int64_t loaded = pool.in_use(), limit = pool.limit();
   int64_t state = model.state_bytes(1, 1), step = model.step_transient_bytes({&one, 1});
   if (loaded + state + step > limit)
-    throw_error(ErrorCode::out_of_memory,
-                "the model does not fit the memory limit: {} loaded + {} for one sequence's state + {} for one step "
-                "= {}, but the limit is {} (raise --memory-limit, or free memory)",
-                format_bytes(loaded), format_bytes(state), format_bytes(step), format_bytes(loaded + state + step),
-                format_bytes(limit));
+    throw_error(
+        ErrorCode::out_of_memory,
+        "the model does not fit the memory limit: {} loaded + {} for one sequence's state + {} for one step "
+        "= {}, but the limit is {} (raise --memory-limit, or free memory)",
+        format_bytes(loaded), format_bytes(state), format_bytes(step), format_bytes(loaded + state + step),
+        format_bytes(limit));
   auto fits = [&](int64_t n) {
     StepShapeItem last{1, n - 1, 1};
     return loaded + model.state_bytes(n, n) + model.step_transient_bytes({&last, 1}) <= limit;
@@ -170,19 +179,21 @@ int64_t check_fits(Model& model, MemoryPool& pool, int64_t ctx) {
     int64_t mid = lo + (hi - lo) / 2;
     (fits(mid) ? lo : hi) = mid;
   }
-  spdlog::warn("one sequence at the full context of {} tokens needs {} of state; with {} loaded and a limit of {}, "
-               "a request can use {} tokens (longer prompts get context_length_exceeded)",
-               ctx, format_bytes(model.state_bytes(ctx, ctx)), format_bytes(loaded), format_bytes(limit), lo);
+  spdlog::warn(
+      "one sequence at the full context of {} tokens needs {} of state; with {} loaded and a limit of {}, "
+      "a request can use {} tokens (longer prompts get context_length_exceeded)",
+      ctx, format_bytes(model.state_bytes(ctx, ctx)), format_bytes(loaded), format_bytes(limit), lo);
   return lo;
 }
 
 void run_serve(const ServeFlags& f) {
   check_device(f.device);
-  if (f.parallel < 1) throw_error(ErrorCode::invalid_argument, "--parallel must be at least 1 (got {})", f.parallel);
+  if (f.parallel < 1)
+    throw_error(ErrorCode::invalid_argument, "--parallel must be at least 1 (got {})", f.parallel);
   std::string dir = f.model.empty() ? default_model_dir() : f.model;
   if (!fs::exists(fs::path(dir) / "config.json"))
-    throw_error(ErrorCode::invalid_argument, "--model {}: no config.json there (expected a Hugging Face model folder)",
-                dir);
+    throw_error(ErrorCode::invalid_argument,
+                "--model {}: no config.json there (expected a Hugging Face model folder)", dir);
 
   // SIGINT/SIGTERM are taken by sigwait below; every thread started from here on inherits the block.
   sigset_t signals;
@@ -206,8 +217,8 @@ void run_serve(const ServeFlags& f) {
     session = open_session(SessionOptions{dir, f.threads, f.memory_limit}, /*need_tokenizer=*/true);
   } catch (const Error& e) {
     if (e.code() != ErrorCode::out_of_memory) throw;
-    throw_error(ErrorCode::out_of_memory, "the model's weights do not fit the memory limit ({}); raise --memory-limit",
-                e.what());
+    throw_error(ErrorCode::out_of_memory,
+                "the model's weights do not fit the memory limit ({}); raise --memory-limit", e.what());
   }
   MemoryPool& pool = *session.pool;
   CpuBackend& backend = *session.be;
@@ -219,7 +230,8 @@ void run_serve(const ServeFlags& f) {
     chat_template.emplace(chat::ChatTemplate::from_model_dir(dir, f.chat_template));
   } catch (const Error& e) {
     if (!f.chat_template.empty()) throw;
-    spdlog::warn("no chat template ({}): /v1/chat/completions will answer 400; /v1/completions works", e.what());
+    spdlog::warn("no chat template ({}): /v1/chat/completions will answer 400; /v1/completions works",
+                 e.what());
   }
 
   int64_t ctx = f.ctx_size;
@@ -230,10 +242,10 @@ void run_serve(const ServeFlags& f) {
   int64_t usable = check_fits(*loaded.model, pool, ctx);
 
   GenerationDefaults defaults = read_generation_defaults(dir);
-  std::vector<int32_t> eos = loaded.config.eos_token_ids.empty()
-                                 ? std::vector<int32_t>{}
-                                 : std::vector<int32_t>(loaded.config.eos_token_ids.begin(),
-                                                        loaded.config.eos_token_ids.end());
+  std::vector<int32_t> eos =
+      loaded.config.eos_token_ids.empty()
+          ? std::vector<int32_t>{}
+          : std::vector<int32_t>(loaded.config.eos_token_ids.begin(), loaded.config.eos_token_ids.end());
   for (int32_t id : defaults.eos) eos.push_back(id);
   if (auto id = tokenizer.eos_id()) eos.push_back(*id);
   std::sort(eos.begin(), eos.end());
@@ -252,22 +264,24 @@ void run_serve(const ServeFlags& f) {
   model.chat_template = chat_template ? &*chat_template : nullptr;
   model.output_format = chat::detect_output_format(chat_template_source(dir, f.chat_template));
   model.model_id = f.alias.empty() ? fs::path(dir).lexically_normal().filename().string() : f.alias;
-  if (model.model_id.empty()) model.model_id = fs::path(dir).lexically_normal().parent_path().filename().string();
+  if (model.model_id.empty())
+    model.model_id = fs::path(dir).lexically_normal().parent_path().filename().string();
   model.context_tokens = usable;
   model.eos_tokens = eos;
   model.make_chooser = chooser_factory(backend, defaults.params);
   model.message_checkpoints = keeps_prompt_checkpoints(*loaded.model, sc);
   http.set_model(&model);
-  spdlog::info("serving {} as '{}': {} ({}), context {} tokens x {} sequences, memory limit {} ({} loaded), "
-               "tools {}, prompt cache {}",
-               dir, model.model_id, loaded.config.model_type, backend.name(), ctx, f.parallel,
-               format_bytes(pool.limit()), format_bytes(pool.in_use()),
-               chat::tool_syntax_name(model.output_format.tools), f.no_prompt_cache ? "off" : "on");
+  spdlog::info(
+      "serving {} as '{}': {} ({}), context {} tokens x {} sequences, memory limit {} ({} loaded), "
+      "tools {}, prompt cache {}",
+      dir, model.model_id, loaded.config.model_type, backend.name(), ctx, f.parallel,
+      format_bytes(pool.limit()), format_bytes(pool.in_use()),
+      chat::tool_syntax_name(model.output_format.tools), f.no_prompt_cache ? "off" : "on");
 
   int sig = 0;
   sigwait(&signals, &sig);
   spdlog::info("signal {}: stopping", sig);
-  http.stop();         // handlers cancel their requests and finish their responses
+  http.stop();  // handlers cancel their requests and finish their responses
   http.set_model(nullptr);
 }
 
@@ -276,24 +290,32 @@ void run_serve(const ServeFlags& f) {
 void add_serve_command(CLI::App& app) {
   auto flags = std::make_shared<ServeFlags>();
   CLI::App* cmd = app.add_subcommand("serve", "Serve a model over an OpenAI-compatible HTTP API");
-  cmd->add_option("-m,--model", flags->model, "Model folder (Hugging Face layout); default: the bundled model");
-  cmd->add_option("-c,--ctx-size", flags->ctx_size, "Context tokens per sequence (not divided among --parallel)")
+  cmd->add_option("-m,--model", flags->model,
+                  "Model folder (Hugging Face layout); default: the bundled model");
+  cmd->add_option("-c,--ctx-size", flags->ctx_size,
+                  "Context tokens per sequence (not divided among --parallel)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--host", flags->host, "Address to listen on")->capture_default_str();
-  cmd->add_option("--port", flags->port, "Port to listen on")->check(CLI::Range(0, 65535))->capture_default_str();
+  cmd->add_option("--port", flags->port, "Port to listen on")
+      ->check(CLI::Range(0, 65535))
+      ->capture_default_str();
   cmd->add_option("--alias", flags->alias, "Model name for the API (default: the folder's name)");
-  cmd->add_option("--parallel", flags->parallel, "Sequences generated at once (-np)")->check(CLI::PositiveNumber);
-  cmd->add_flag("--jinja", flags->jinja, "Accepted for llama-server compatibility (templates are always used)");
+  cmd->add_option("--parallel", flags->parallel, "Sequences generated at once (-np)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_flag("--jinja", flags->jinja,
+                "Accepted for llama-server compatibility (templates are always used)");
   cmd->add_option("--prefill-chunk-size", flags->prefill_chunk_size,
                   "Most prompt tokens per step (the scheduler may use fewer to fit memory)")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--memory-limit", flags->memory_limit,
-                  "Memory keel may use: bytes (12GiB, 512M) or a fraction of the machine's (0.8); default: a safe "
-                  "share of what is available now");
+  cmd->add_option(
+      "--memory-limit", flags->memory_limit,
+      "Memory keel may use: bytes (12GiB, 512M) or a fraction of the machine's (0.8); default: a safe "
+      "share of what is available now");
   cmd->add_option("--api-key", flags->api_key, "Require this key (Authorization: Bearer KEY)");
   cmd->add_option("--device", flags->device, "cpu or cuda[:N]")->capture_default_str();
   cmd->add_option("-t,--threads", flags->threads, "CPU threads for the kernels (default: all cores)");
-  cmd->add_option("--chat-template", flags->chat_template, "A Jinja chat template file overriding the model's");
+  cmd->add_option("--chat-template", flags->chat_template,
+                  "A Jinja chat template file overriding the model's");
   cmd->add_flag("--no-prompt-cache", flags->no_prompt_cache, "Do not keep prompt states for reuse");
   cmd->add_flag("--metrics", flags->metrics, "Serve Prometheus metrics at GET /metrics");
   cmd->callback([flags] { run_serve(*flags); });

@@ -20,7 +20,9 @@ constexpr std::array<DTypeInfo, 9> kInfo = {{
 }};
 }  // namespace
 
-const DTypeInfo& dtype_info(DType t) { return kInfo[static_cast<size_t>(t)]; }
+const DTypeInfo& dtype_info(DType t) {
+  return kInfo[static_cast<size_t>(t)];
+}
 
 std::optional<int64_t> dtype_bytes(DType t, int64_t n_elems) {
   const DTypeInfo& info = dtype_info(t);
@@ -73,7 +75,7 @@ uint16_t f32_to_f16(float f) {
   std::memcpy(&x, &f, 4);
   uint32_t sign = (x >> 16) & 0x8000u;
   uint32_t absx = x & 0x7fffffffu;
-  if (absx > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);  // NaN
+  if (absx > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);   // NaN
   if (absx >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // overflow -> inf
   if (absx < 0x38800000u) {  // subnormal or zero in f16: round to nearest even
     float af;

@@ -17,8 +17,12 @@ struct DTypeInfo {
 };
 
 const DTypeInfo& dtype_info(DType t);
-inline std::string_view dtype_name(DType t) { return dtype_info(t).name; }
-inline bool is_quantized(DType t) { return dtype_info(t).block_elems > 1; }
+inline std::string_view dtype_name(DType t) {
+  return dtype_info(t).name;
+}
+inline bool is_quantized(DType t) {
+  return dtype_info(t).block_elems > 1;
+}
 
 // Bytes for n elements; nullopt when n is not a whole number of blocks or the product overflows int64.
 std::optional<int64_t> dtype_bytes(DType t, int64_t n_elems);

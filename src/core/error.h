@@ -1,5 +1,6 @@
 // keel's one error type. Errors are values that travel as exceptions up to a request boundary (the scheduler,
-// a CLI command, an HTTP handler), where they become a message for the user. Nothing in src/ aborts the process.
+// a CLI command, an HTTP handler), where they become a message for the user. Nothing in src/ aborts the
+// process.
 #pragma once
 #include <fmt/format.h>
 
@@ -36,10 +37,11 @@ template <typename... Args>
 }
 
 // KEEL_CHECK(cond, "message {}", x): an internal invariant; throws ErrorCode::internal, never aborts.
-#define KEEL_CHECK(cond, ...)                                                                     \
-  do {                                                                                            \
-    if (!(cond)) ::keel::throw_error(::keel::ErrorCode::internal, "{}:{}: check failed: {}: {}", \
-                                     __FILE__, __LINE__, #cond, fmt::format(__VA_ARGS__));        \
+#define KEEL_CHECK(cond, ...)                                                                             \
+  do {                                                                                                    \
+    if (!(cond))                                                                                          \
+      ::keel::throw_error(::keel::ErrorCode::internal, "{}:{}: check failed: {}: {}", __FILE__, __LINE__, \
+                          #cond, fmt::format(__VA_ARGS__));                                               \
   } while (0)
 
 }  // namespace keel

@@ -42,7 +42,9 @@ Allocation& Allocation::operator=(Allocation&& other) noexcept {
   return *this;
 }
 
-Allocation::~Allocation() { reset(); }
+Allocation::~Allocation() {
+  reset();
+}
 
 void Allocation::reset() {
   if (pool_) pool_->give_back(data_, bytes_);
@@ -88,15 +90,17 @@ Allocation MemoryPool::take(int64_t bytes, std::string_view, bool storage) {
   return Allocation(this, data, bytes);
 }
 
-Allocation MemoryPool::try_allocate(int64_t bytes, std::string_view what) { return take(bytes, what, true); }
+Allocation MemoryPool::try_allocate(int64_t bytes, std::string_view what) {
+  return take(bytes, what, true);
+}
 
 Allocation MemoryPool::allocate(int64_t bytes, std::string_view what) {
   Allocation a = take(bytes, what, true);
   if (!a) {
     PoolStats s = stats();
     throw_error(ErrorCode::out_of_memory,
-                "{}: cannot allocate {} bytes for {} ({} bytes in use of a {}-byte limit)", device_name_, bytes,
-                what, s.in_use, s.limit);
+                "{}: cannot allocate {} bytes for {} ({} bytes in use of a {}-byte limit)", device_name_,
+                bytes, what, s.in_use, s.limit);
   }
   return a;
 }
@@ -105,8 +109,9 @@ Allocation MemoryPool::reserve(int64_t bytes, std::string_view what) {
   Allocation a = take(bytes, what, false);
   if (!a) {
     PoolStats s = stats();
-    throw_error(ErrorCode::out_of_memory, "{}: cannot reserve {} bytes for {} ({} bytes in use of a {}-byte limit)",
-                device_name_, bytes, what, s.in_use, s.limit);
+    throw_error(ErrorCode::out_of_memory,
+                "{}: cannot reserve {} bytes for {} ({} bytes in use of a {}-byte limit)", device_name_,
+                bytes, what, s.in_use, s.limit);
   }
   return a;
 }

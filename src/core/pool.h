@@ -1,7 +1,8 @@
-// The per-device memory pool. Every tensor allocation keel makes on a device goes through the device's one pool,
-// which counts bytes in use, the peak since a mark, and enforces a limit. A refused allocation is a value
-// (try_allocate returns an empty Allocation) or an Error(out_of_memory) from allocate(); it never aborts.
-// Memory that keel does not allocate but will make resident (mmap'd weights) is counted with reserve().
+// The per-device memory pool. Every tensor allocation keel makes on a device goes through the device's one
+// pool, which counts bytes in use, the peak since a mark, and enforces a limit. A refused allocation is a
+// value (try_allocate returns an empty Allocation) or an Error(out_of_memory) from allocate(); it never
+// aborts. Memory that keel does not allocate but will make resident (mmap'd weights) is counted with
+// reserve().
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -57,11 +58,11 @@ class Allocation {
 };
 
 struct PoolStats {
-  int64_t in_use = 0;        // bytes handed out now (allocations + reservations)
-  int64_t peak = 0;          // highest in_use since the last mark_peak()
-  int64_t limit = 0;         // the enforced limit, bytes
-  int64_t allocations = 0;   // allocations granted since construction
-  int64_t refusals = 0;      // allocations refused (limit or injected failure)
+  int64_t in_use = 0;       // bytes handed out now (allocations + reservations)
+  int64_t peak = 0;         // highest in_use since the last mark_peak()
+  int64_t limit = 0;        // the enforced limit, bytes
+  int64_t allocations = 0;  // allocations granted since construction
+  int64_t refusals = 0;     // allocations refused (limit or injected failure)
 };
 
 class MemoryPool {
@@ -75,7 +76,8 @@ class MemoryPool {
   // Allocation of `bytes` (64-byte aligned), or an empty Allocation when the limit (or an injected failure,
   // or the allocator) refuses. `what` names the allocation in logs.
   Allocation try_allocate(int64_t bytes, std::string_view what);
-  // As try_allocate, but a refusal throws Error(out_of_memory) naming `what`, the size and the pool's numbers.
+  // As try_allocate, but a refusal throws Error(out_of_memory) naming `what`, the size and the pool's
+  // numbers.
   Allocation allocate(int64_t bytes, std::string_view what);
   // Counts `bytes` against the limit without allocating storage (e.g. mmap'd weights that become resident).
   Allocation reserve(int64_t bytes, std::string_view what);

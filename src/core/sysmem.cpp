@@ -68,8 +68,12 @@ int64_t default_cpu_budget(const MemoryFacts& f) {
   return std::max<int64_t>(0, room - margin);
 }
 
-int64_t process_peak_rss() { return read_kb_field("/proc/self/status", "VmHWM"); }
-int64_t process_rss() { return read_kb_field("/proc/self/status", "VmRSS"); }
+int64_t process_peak_rss() {
+  return read_kb_field("/proc/self/status", "VmHWM");
+}
+int64_t process_rss() {
+  return read_kb_field("/proc/self/status", "VmRSS");
+}
 
 bool reset_process_peak_rss() {
   std::ofstream out("/proc/self/clear_refs");
@@ -81,9 +85,9 @@ bool reset_process_peak_rss() {
 int64_t parse_memory_limit(std::string_view text, int64_t device_bytes) {
   std::string s(text);
   auto bad = [&]() -> int64_t {
-    throw_error(ErrorCode::invalid_argument,
-                "memory limit '{}': expected bytes (12GiB, 512M, 4096) or a fraction of the device (0.8, 80%)",
-                text);
+    throw_error(
+        ErrorCode::invalid_argument,
+        "memory limit '{}': expected bytes (12GiB, 512M, 4096) or a fraction of the device (0.8, 80%)", text);
   };
   if (s.empty()) bad();
   size_t pos = 0;
@@ -94,22 +98,33 @@ int64_t parse_memory_limit(std::string_view text, int64_t device_bytes) {
     bad();
   }
   std::string unit = s.substr(pos);
-  unit.erase(std::remove_if(unit.begin(), unit.end(), [](unsigned char c) { return std::isspace(c); }), unit.end());
+  unit.erase(std::remove_if(unit.begin(), unit.end(), [](unsigned char c) { return std::isspace(c); }),
+             unit.end());
   for (auto& c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (!std::isfinite(value) || value <= 0) bad();
   if (unit == "%") return static_cast<int64_t>(static_cast<double>(device_bytes) * value / 100.0);
   if (unit.empty() && value < 1.0) return static_cast<int64_t>(static_cast<double>(device_bytes) * value);
   double mult = 1;
-  if (unit.empty() || unit == "b") mult = 1;
-  else if (unit == "k" || unit == "kb") mult = 1e3;
-  else if (unit == "m" || unit == "mb") mult = 1e6;
-  else if (unit == "g" || unit == "gb") mult = 1e9;
-  else if (unit == "t" || unit == "tb") mult = 1e12;
-  else if (unit == "kib") mult = 1024.0;
-  else if (unit == "mib") mult = 1024.0 * 1024;
-  else if (unit == "gib") mult = 1024.0 * 1024 * 1024;
-  else if (unit == "tib") mult = 1024.0 * 1024 * 1024 * 1024;
-  else bad();
+  if (unit.empty() || unit == "b")
+    mult = 1;
+  else if (unit == "k" || unit == "kb")
+    mult = 1e3;
+  else if (unit == "m" || unit == "mb")
+    mult = 1e6;
+  else if (unit == "g" || unit == "gb")
+    mult = 1e9;
+  else if (unit == "t" || unit == "tb")
+    mult = 1e12;
+  else if (unit == "kib")
+    mult = 1024.0;
+  else if (unit == "mib")
+    mult = 1024.0 * 1024;
+  else if (unit == "gib")
+    mult = 1024.0 * 1024 * 1024;
+  else if (unit == "tib")
+    mult = 1024.0 * 1024 * 1024 * 1024;
+  else
+    bad();
   double bytes = value * mult;
   if (bytes >= 9.0e18) bad();
   return static_cast<int64_t>(bytes);

@@ -7,7 +7,8 @@
 namespace keel {
 
 void Tensor::set_contiguous(const int64_t* shape, int ndim) {
-  if (ndim < 0 || ndim > kMaxDims) throw_error(ErrorCode::invalid_argument, "tensor rank {} > {}", ndim, kMaxDims);
+  if (ndim < 0 || ndim > kMaxDims)
+    throw_error(ErrorCode::invalid_argument, "tensor rank {} > {}", ndim, kMaxDims);
   ndim_ = ndim;
   shape_ = {1, 1, 1, 1};
   for (int i = 0; i < ndim; ++i) {
@@ -18,7 +19,8 @@ void Tensor::set_contiguous(const int64_t* shape, int ndim) {
   if (ndim > 0 && shape_[ndim - 1] % info.block_elems != 0)
     throw_error(ErrorCode::invalid_argument, "{} row of {} elements is not whole blocks of {}", info.name,
                 shape_[ndim - 1], info.block_elems);
-  // Innermost stride: bytes per element (plain types) or per block (packed types, innermost stays contiguous).
+  // Innermost stride: bytes per element (plain types) or per block (packed types, innermost stays
+  // contiguous).
   stride_ = {0, 0, 0, 0};
   int64_t stride = 0;
   for (int i = ndim - 1; i >= 0; --i) {
@@ -32,7 +34,8 @@ void Tensor::set_contiguous(const int64_t* shape, int ndim) {
   }
 }
 
-Tensor Tensor::empty(MemoryPool& pool, DType dtype, std::initializer_list<int64_t> shape, std::string_view what) {
+Tensor Tensor::empty(MemoryPool& pool, DType dtype, std::initializer_list<int64_t> shape,
+                     std::string_view what) {
   return empty(pool, dtype, shape.begin(), static_cast<int>(shape.size()), what);
 }
 
@@ -41,8 +44,9 @@ Tensor Tensor::empty(MemoryPool& pool, DType dtype, const int64_t* shape, int nd
   t.dtype_ = dtype;
   t.set_contiguous(shape, ndim);
   auto bytes = dtype_bytes(dtype, t.numel());
-  if (!bytes) throw_error(ErrorCode::invalid_argument, "{}: size of {} {} overflows", what, t.shape_string(),
-                          dtype_name(dtype));
+  if (!bytes)
+    throw_error(ErrorCode::invalid_argument, "{}: size of {} {} overflows", what, t.shape_string(),
+                dtype_name(dtype));
   t.owner_ = std::make_shared<Allocation>(pool.allocate(*bytes, what));
   t.data_ = t.owner_->data();
   return t;
@@ -66,7 +70,9 @@ int64_t Tensor::numel() const {
   return n;
 }
 
-int64_t Tensor::nbytes() const { return dtype_bytes(dtype_, numel()).value_or(-1); }
+int64_t Tensor::nbytes() const {
+  return dtype_bytes(dtype_, numel()).value_or(-1);
+}
 
 bool Tensor::is_contiguous() const {
   if (ndim_ == 0) return true;
@@ -130,7 +136,8 @@ Tensor Tensor::select(int64_t i0) const {
 Tensor Tensor::strided_view(std::initializer_list<int64_t> shape, std::initializer_list<int64_t> stride_bytes,
                             int64_t offset_bytes) const {
   if (shape.size() != stride_bytes.size() || shape.size() > kMaxDims)
-    throw_error(ErrorCode::invalid_argument, "strided_view: {} dims, {} strides", shape.size(), stride_bytes.size());
+    throw_error(ErrorCode::invalid_argument, "strided_view: {} dims, {} strides", shape.size(),
+                stride_bytes.size());
   Tensor t = *this;
   t.ndim_ = static_cast<int>(shape.size());
   t.shape_ = {1, 1, 1, 1};

@@ -1,7 +1,8 @@
-// Tensor: a view of up to kMaxDims dimensions with 64-bit shapes and byte strides (as ggml's nb[]), over memory
-// that is either owned (a pool Allocation, shared by views of it) or borrowed (mmap'd weights, a caller's buffer).
-// shape[0] is the outermost dimension: a [tokens, hidden] activation has shape {tokens, hidden}.
-// Quantized dtypes keep their innermost dimension contiguous; strides of outer dimensions are in bytes as usual.
+// Tensor: a view of up to kMaxDims dimensions with 64-bit shapes and byte strides (as ggml's nb[]), over
+// memory that is either owned (a pool Allocation, shared by views of it) or borrowed (mmap'd weights, a
+// caller's buffer). shape[0] is the outermost dimension: a [tokens, hidden] activation has shape {tokens,
+// hidden}. Quantized dtypes keep their innermost dimension contiguous; strides of outer dimensions are in
+// bytes as usual.
 #pragma once
 #include <array>
 #include <cstdint>
@@ -21,7 +22,8 @@ class Tensor {
   Tensor() = default;
 
   // A contiguous tensor whose storage comes from `pool` (throws Error(out_of_memory) on refusal).
-  static Tensor empty(MemoryPool& pool, DType dtype, std::initializer_list<int64_t> shape, std::string_view what);
+  static Tensor empty(MemoryPool& pool, DType dtype, std::initializer_list<int64_t> shape,
+                      std::string_view what);
   static Tensor empty(MemoryPool& pool, DType dtype, const int64_t* shape, int ndim, std::string_view what);
   // A contiguous view of memory keel does not own (e.g. mmap'd weights). The caller keeps it alive.
   static Tensor borrow(void* data, DType dtype, std::initializer_list<int64_t> shape);
@@ -40,7 +42,9 @@ class Tensor {
 
   void* data() const { return data_; }
   template <typename T>
-  T* ptr() const { return static_cast<T*>(data_); }
+  T* ptr() const {
+    return static_cast<T*>(data_);
+  }
   // Address of element (i0, i1, ...) by byte strides; 64-bit arithmetic throughout.
   void* at(int64_t i0, int64_t i1 = 0, int64_t i2 = 0, int64_t i3 = 0) const {
     return static_cast<char*>(data_) + i0 * stride_[0] + i1 * stride_[1] + i2 * stride_[2] + i3 * stride_[3];

@@ -18,7 +18,8 @@ Engine::~Engine() {
   }
   wake_.notify_all();
   thread_.join();
-  // Requests still queued hear that they were cancelled; the scheduler's destructor does the same for its own.
+  // Requests still queued hear that they were cancelled; the scheduler's destructor does the same for its
+  // own.
   for (auto& r : incoming_)
     if (r.sink) r.sink->on_finish(FinishReason::cancelled, nullptr);
 }

@@ -1,6 +1,6 @@
-// The engine: one thread that runs the scheduler's steps, and a thread-safe front for the server. submit() checks
-// admission synchronously (so the HTTP layer can answer 400 before any header) and hands the request to the
-// loop; everything the request hears comes through its RequestSink, on the engine thread.
+// The engine: one thread that runs the scheduler's steps, and a thread-safe front for the server. submit()
+// checks admission synchronously (so the HTTP layer can answer 400 before any header) and hands the request
+// to the loop; everything the request hears comes through its RequestSink, on the engine thread.
 #pragma once
 #include <condition_variable>
 #include <deque>
@@ -26,7 +26,8 @@ class Engine {
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
-  // Throws Error(context_length_exceeded | invalid_argument) for a request that can never run; else queues it.
+  // Throws Error(context_length_exceeded | invalid_argument) for a request that can never run; else queues
+  // it.
   void submit(Request request);
   EngineStats stats() const;
   Model& model() { return model_; }

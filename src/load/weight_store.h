@@ -31,8 +31,8 @@ class WeightStore {
   // A store over one .safetensors file (tests, single-file tools).
   static WeightStore open_file(const std::string& path);
   // A store without files whose tensors are made on first request (random weights for benchmarks at real
-  // sizes): get(name, expected_shape) calls `make(name, shape)` once per name and keeps the tensor it returns;
-  // has() and get(name) answer for tensors made so far. Not thread-safe while a model binds from it.
+  // sizes): get(name, expected_shape) calls `make(name, shape)` once per name and keeps the tensor it
+  // returns; has() and get(name) answer for tensors made so far. Not thread-safe while a model binds from it.
   using TensorMaker = std::function<Tensor(const std::string& name, const std::vector<int64_t>& shape)>;
   static WeightStore on_demand(std::string label, TensorMaker make);
 
@@ -60,7 +60,8 @@ class WeightStore {
   // one.
   int64_t rename_prefix(std::string_view from, std::string_view to);
 
-  // Sum of numel over all tensors (what the safetensors headers say, every tensor counted once; made ones too).
+  // Sum of numel over all tensors (what the safetensors headers say, every tensor counted once; made ones
+  // too).
   int64_t parameter_count() const;
   // Bytes of tensor data by dtype, and their total.
   std::map<DType, int64_t> bytes_by_dtype() const;
@@ -74,7 +75,7 @@ class WeightStore {
   std::string folder_;
   std::vector<std::unique_ptr<SafetensorsFile>> shards_;
   std::unordered_map<std::string, WeightInfo> by_name_;
-  TensorMaker make_;                                   // on_demand stores only
+  TensorMaker make_;                                      // on_demand stores only
   mutable std::unordered_map<std::string, Tensor> made_;  // what make_ returned, by name
 };
 

@@ -25,10 +25,10 @@ struct LoadedModel {
   ~LoadedModel() { model.reset(); }  // before the weights it borrows
 };
 
-// Reads DIR/config.json, opens DIR's safetensors, reserves their bytes in be.pool() and builds the model for its
-// model_type. Errors (each naming the folder): Error(unsupported) for a model_type keel lacks, Error(invalid_file)
-// for a missing tensor or a wrong shape (naming the tensor, expected vs actual), Error(out_of_memory) when the
-// weights do not fit the pool's limit.
+// Reads DIR/config.json, opens DIR's safetensors, reserves their bytes in be.pool() and builds the model for
+// its model_type. Errors (each naming the folder): Error(unsupported) for a model_type keel lacks,
+// Error(invalid_file) for a missing tensor or a wrong shape (naming the tensor, expected vs actual),
+// Error(out_of_memory) when the weights do not fit the pool's limit.
 LoadedModel load_model(const std::string& dir, Backend& be);
 
 }  // namespace keel::models

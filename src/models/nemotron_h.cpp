@@ -1,8 +1,8 @@
 // nemotron_h (transformers models/nemotron_h/modeling_nemotron_h.py). Every block is
 //   hidden += mixer(rms_norm(hidden) · w)     backbone.layers.N.{norm, mixer.*}
 // with one mixer per layer kind: M Mamba2 (blocks/mamba2), * attention without positional encoding, - MLP
-// down(relu²(up(x))), E MoE (sigmoid router + e_score_correction_bias for the choice only, group-limited top-k,
-// unbiased weights normalized × routed_scaling_factor; relu² experts plus a shared expert). Embeddings
+// down(relu²(up(x))), E MoE (sigmoid router + e_score_correction_bias for the choice only, group-limited
+// top-k, unbiased weights normalized × routed_scaling_factor; relu² experts plus a shared expert). Embeddings
 // backbone.embeddings, final norm backbone.norm_f, lm_head (or tied).
 #include <fmt/format.h>
 

@@ -1,6 +1,6 @@
-// qwen3 (transformers models/qwen3/modeling_qwen3.py): the llama layout plus a per-head RMSNorm (× w) of q and k
-// over head_dim before RoPE (cfg.attention.qk_norm, set by the config parser); head_dim from the config; tied
-// embeddings when tie_word_embeddings.
+// qwen3 (transformers models/qwen3/modeling_qwen3.py): the llama layout plus a per-head RMSNorm (× w) of q
+// and k over head_dim before RoPE (cfg.attention.qk_norm, set by the config parser); head_dim from the
+// config; tied embeddings when tie_word_embeddings.
 #include "models/transformer.h"
 
 namespace keel::models {

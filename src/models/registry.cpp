@@ -12,7 +12,8 @@ namespace keel::models {
   X(qwen3_5)                \
   X(qwen3_5_moe)
 
-#define KEEL_DECLARE_MODEL(name) std::unique_ptr<Model> make_##name(const ModelConfig&, WeightStore&, Backend&);
+#define KEEL_DECLARE_MODEL(name) \
+  std::unique_ptr<Model> make_##name(const ModelConfig&, WeightStore&, Backend&);
 KEEL_MODEL_TYPES(KEEL_DECLARE_MODEL)
 #undef KEEL_DECLARE_MODEL
 
@@ -32,8 +33,9 @@ std::string registered_model_types() {
 ModelFactory find_model_factory(std::string_view model_type) {
   for (const ModelEntry& e : model_registry())
     if (e.model_type == model_type) return e.make;
-  throw_error(ErrorCode::unsupported, "model_type \"{}\" is not supported by this build of keel (supported: {})",
-              model_type, registered_model_types());
+  throw_error(ErrorCode::unsupported,
+              "model_type \"{}\" is not supported by this build of keel (supported: {})", model_type,
+              registered_model_types());
 }
 
 }  // namespace keel::models

@@ -1,4 +1,5 @@
-// model_type → the function that builds it (src/models/<model_type>.cpp). One line per model type in registry.cpp.
+// model_type → the function that builds it (src/models/<model_type>.cpp). One line per model type in
+// registry.cpp.
 #pragma once
 #include <memory>
 #include <string>
@@ -12,8 +13,8 @@
 
 namespace keel::models {
 
-// Binds the model's weights from `store` (which must outlive it; a factory may rename prefixes first) and builds it
-// on `be`. Throws Error(invalid_file) for a missing tensor or a wrong shape, naming the tensor.
+// Binds the model's weights from `store` (which must outlive it; a factory may rename prefixes first) and
+// builds it on `be`. Throws Error(invalid_file) for a missing tensor or a wrong shape, naming the tensor.
 using ModelFactory = std::unique_ptr<Model> (*)(const ModelConfig& cfg, WeightStore& store, Backend& be);
 
 struct ModelEntry {

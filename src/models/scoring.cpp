@@ -24,7 +24,8 @@ void score_document(Model& model, std::span<const int32_t> doc, const ScoreOptio
     // Position p predicts window[p + 1]; the last position predicts nothing.
     for (int64_t b = 0; b < W - 1; b += opt.chunk) {
       const int64_t n = std::min(opt.chunk, W - 1 - b);
-      StepItem item{state.get(), std::span<const int32_t>(window.data() + b, static_cast<size_t>(n)), n, nullptr};
+      StepItem item{state.get(), std::span<const int32_t>(window.data() + b, static_cast<size_t>(n)), n,
+                    nullptr};
       Tensor logits = model.forward({&item, 1});
       for (int64_t r = 0; r < n; ++r) {
         const float* x = logits.ptr<float>() + r * V;

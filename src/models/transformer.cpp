@@ -7,8 +7,8 @@
 
 namespace keel::models {
 
-void bind_embeddings(const ModelConfig& cfg, const WeightBinder& root, DecoderSpec& spec, std::string_view embed_name,
-                     std::string_view final_norm_name) {
+void bind_embeddings(const ModelConfig& cfg, const WeightBinder& root, DecoderSpec& spec,
+                     std::string_view embed_name, std::string_view final_norm_name) {
   spec.model_type = cfg.model_type;
   spec.hidden = cfg.hidden_size;
   spec.vocab = cfg.vocab_size;
@@ -16,7 +16,8 @@ void bind_embeddings(const ModelConfig& cfg, const WeightBinder& root, DecoderSp
   spec.norm.eps = static_cast<float>(cfg.rms_norm_eps);
   spec.embed = root.get(embed_name, {cfg.vocab_size, cfg.hidden_size});
   spec.final_norm = root.vec(final_norm_name, cfg.hidden_size);
-  spec.lm_head = cfg.tie_word_embeddings ? spec.embed : root.get("lm_head.weight", {cfg.vocab_size, cfg.hidden_size});
+  spec.lm_head =
+      cfg.tie_word_embeddings ? spec.embed : root.get("lm_head.weight", {cfg.vocab_size, cfg.hidden_size});
 }
 
 std::unique_ptr<Model> build_transformer(const ModelConfig& cfg, const WeightStore& store, Backend& be,
@@ -46,8 +47,8 @@ std::unique_ptr<Model> build_transformer(const ModelConfig& cfg, const WeightSto
     layer.parts.push_back({w.vec("input_layernorm.weight", cfg.hidden_size),
                            std::make_unique<AttentionBlock>(as, bind_attention(w.sub("self_attn."), as))});
     MlpWeights mw = bind_mlp(w.sub("mlp."), cfg.hidden_size, cfg.mlp.intermediate_size, true, cfg.mlp.bias);
-    layer.parts.push_back(
-        {w.vec("post_attention_layernorm.weight", cfg.hidden_size), std::make_unique<MlpBlock>(std::move(mw), act)});
+    layer.parts.push_back({w.vec("post_attention_layernorm.weight", cfg.hidden_size),
+                           std::make_unique<MlpBlock>(std::move(mw), act)});
     layers.push_back(std::move(layer));
   }
   return std::make_unique<DecoderModel>(be, std::move(spec), std::move(layers));

@@ -22,7 +22,7 @@ std::unique_ptr<Model> build_transformer(const ModelConfig& cfg, const WeightSto
                                          const TransformerOptions& opt);
 
 // model.embed_tokens, model.norm and lm_head (tied or not) into `spec`.
-void bind_embeddings(const ModelConfig& cfg, const WeightBinder& root, DecoderSpec& spec, std::string_view embed_name,
-                     std::string_view final_norm_name);
+void bind_embeddings(const ModelConfig& cfg, const WeightBinder& root, DecoderSpec& spec,
+                     std::string_view embed_name, std::string_view final_norm_name);
 
 }  // namespace keel::models

@@ -37,9 +37,15 @@ Tensor widen_to_f32(const Tensor& t, MemoryPool& pool, std::string_view what) {
   for (int64_t i = 0; i < n; ++i) {
     const void* p = t.at(i);
     switch (t.dtype()) {
-      case DType::f32: o[i] = *static_cast<const float*>(p); break;
-      case DType::bf16: o[i] = bf16_to_f32(*static_cast<const uint16_t*>(p)); break;
-      case DType::f16: o[i] = f16_to_f32(*static_cast<const uint16_t*>(p)); break;
+      case DType::f32:
+        o[i] = *static_cast<const float*>(p);
+        break;
+      case DType::bf16:
+        o[i] = bf16_to_f32(*static_cast<const uint16_t*>(p));
+        break;
+      case DType::f16:
+        o[i] = f16_to_f32(*static_cast<const uint16_t*>(p));
+        break;
       default:
         throw_error(ErrorCode::unsupported, "{}: dtype {} where f32/bf16/f16 was expected", what,
                     dtype_name(t.dtype()));

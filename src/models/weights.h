@@ -1,6 +1,6 @@
 // Binding a model's weights by their Hugging Face names. Every tensor is a zero-copy view into the mmap'd
-// safetensors (the WeightStore outlives the model), checked against the shape the config implies: a missing tensor
-// or a wrong shape is an Error(invalid_file) naming the tensor, the folder and expected vs actual.
+// safetensors (the WeightStore outlives the model), checked against the shape the config implies: a missing
+// tensor or a wrong shape is an Error(invalid_file) naming the tensor, the folder and expected vs actual.
 #pragma once
 #include <cstdint>
 #include <initializer_list>
@@ -30,12 +30,14 @@ class WeightBinder {
  public:
   WeightBinder(const WeightStore& store, MemoryPool& pool, std::string prefix = {})
       : store_(&store), pool_(&pool), prefix_(std::move(prefix)) {}
-  WeightBinder sub(std::string_view more) const { return WeightBinder(*store_, *pool_, prefix_ + std::string(more)); }
+  WeightBinder sub(std::string_view more) const {
+    return WeightBinder(*store_, *pool_, prefix_ + std::string(more));
+  }
 
   bool has(std::string_view name) const { return store_->has(full(name)); }
   Tensor get(std::string_view name, std::initializer_list<int64_t> shape) const;
-  // `name`.weight [out, in] and, when `bias`, `name`.bias [out]. Biases are widened to an f32 copy counted by the
-  // pool (matmul takes an f32 bias); weights stay borrowed.
+  // `name`.weight [out, in] and, when `bias`, `name`.bias [out]. Biases are widened to an f32 copy counted by
+  // the pool (matmul takes an f32 bias); weights stay borrowed.
   Linear linear(std::string_view name, int64_t out, int64_t in, bool bias) const;
   // A 1-D parameter vector (norm weights, A_log, D ...) of n values, borrowed as stored.
   Tensor vec(std::string_view name, int64_t n) const { return get(name, {n}); }

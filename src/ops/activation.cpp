@@ -15,12 +15,18 @@ namespace {
 
 cpu::Unary unary_of(Activation f) {
   switch (f) {
-    case Activation::silu: return cpu::Unary::silu;
-    case Activation::sigmoid: return cpu::Unary::sigmoid;
-    case Activation::relu2: return cpu::Unary::relu2;
-    case Activation::gelu_erf: return cpu::Unary::gelu_erf;
-    case Activation::gelu_tanh: return cpu::Unary::gelu_tanh;
-    case Activation::softplus: return cpu::Unary::softplus;
+    case Activation::silu:
+      return cpu::Unary::silu;
+    case Activation::sigmoid:
+      return cpu::Unary::sigmoid;
+    case Activation::relu2:
+      return cpu::Unary::relu2;
+    case Activation::gelu_erf:
+      return cpu::Unary::gelu_erf;
+    case Activation::gelu_tanh:
+      return cpu::Unary::gelu_tanh;
+    case Activation::softplus:
+      return cpu::Unary::softplus;
   }
   return cpu::Unary::silu;
 }

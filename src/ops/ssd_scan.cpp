@@ -15,8 +15,8 @@ namespace {
 constexpr const char* kOp = "ssd_scan";
 }  // namespace
 
-int64_t ssd_scan_workspace_bytes(int64_t T, int64_t H, int64_t P, int64_t G, int64_t N,
-                                 int64_t chunk_size, int n_threads) {
+int64_t ssd_scan_workspace_bytes(int64_t T, int64_t H, int64_t P, int64_t G, int64_t N, int64_t chunk_size,
+                                 int n_threads) {
   return 4 * 3 * H + cpu::ssd_scan_kernel_workspace_bytes(T, H, P, G, N, chunk_size, n_threads);
 }
 

@@ -30,16 +30,21 @@ ApiError api_error_from(const Error& error) {
   switch (error.code()) {
     case ErrorCode::context_length_exceeded:
       return ApiError(400, "context_length_exceeded", error.what(), "messages");
-    case ErrorCode::invalid_argument: return ApiError(400, "invalid_value", error.what());
-    case ErrorCode::unsupported: return ApiError(400, "unsupported", error.what());
-    case ErrorCode::invalid_file: return ApiError(400, "invalid_value", error.what());
+    case ErrorCode::invalid_argument:
+      return ApiError(400, "invalid_value", error.what());
+    case ErrorCode::unsupported:
+      return ApiError(400, "unsupported", error.what());
+    case ErrorCode::invalid_file:
+      return ApiError(400, "invalid_value", error.what());
     case ErrorCode::out_of_memory:
       return ApiError(503, "insufficient_memory",
-                      fmt::format("not enough memory for this request now; retry later ({})", error.what()), {},
-                      "server_error")
+                      fmt::format("not enough memory for this request now; retry later ({})", error.what()),
+                      {}, "server_error")
           .with_retry_after(2);
-    case ErrorCode::cancelled: return ApiError(499, "cancelled", error.what());
-    case ErrorCode::internal: return ApiError(500, "internal_error", error.what());
+    case ErrorCode::cancelled:
+      return ApiError(499, "cancelled", error.what());
+    case ErrorCode::internal:
+      return ApiError(500, "internal_error", error.what());
   }
   return ApiError(500, "internal_error", error.what());
 }

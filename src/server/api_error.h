@@ -1,5 +1,6 @@
-// The OpenAI error shape: {"error": {"message", "type", "code", "param"}} with an HTTP status. Request validation
-// throws ApiError naming the field (`param`); keel::Error from the engine, tokenizer or templates maps to one.
+// The OpenAI error shape: {"error": {"message", "type", "code", "param"}} with an HTTP status. Request
+// validation throws ApiError naming the field (`param`); keel::Error from the engine, tokenizer or templates
+// maps to one.
 #pragma once
 #include <fmt/format.h>
 
@@ -42,7 +43,8 @@ template <typename... Args>
 }
 
 // The HTTP answer for a keel::Error: context_length_exceeded → 400, invalid_argument / unsupported /
-// invalid_file → 400, out_of_memory → 503 insufficient_memory with Retry-After, cancelled → 499, internal → 500.
+// invalid_file → 400, out_of_memory → 503 insufficient_memory with Retry-After, cancelled → 499, internal →
+// 500.
 ApiError api_error_from(const Error& error);
 
 }  // namespace keel::server

@@ -10,7 +10,8 @@ namespace keel::server {
 
 void send_error(httplib::Response& res, const ApiError& error) {
   res.status = error.status();
-  if (error.retry_after_seconds() > 0) res.set_header("Retry-After", std::to_string(error.retry_after_seconds()));
+  if (error.retry_after_seconds() > 0)
+    res.set_header("Retry-After", std::to_string(error.retry_after_seconds()));
   res.set_content(chat::dump_json(error.to_json()), "application/json");
 }
 
@@ -38,9 +39,9 @@ void merge(Update& into, Update&& u) {
 // thread; the engine reaches it only through the sink.
 class Responder {
  public:
-  Responder(const HandlerEnv& env, ResponseFormatter::Kind kind, const char* endpoint, const GenerationOptions& gen,
-            std::optional<chat::ParserOptions> parser, int64_t prompt_tokens, Submitted submitted,
-            std::shared_ptr<ClientConnection> conn, Update first)
+  Responder(const HandlerEnv& env, ResponseFormatter::Kind kind, const char* endpoint,
+            const GenerationOptions& gen, std::optional<chat::ParserOptions> parser, int64_t prompt_tokens,
+            Submitted submitted, std::shared_ptr<ClientConnection> conn, Update first)
       : env_(env),
         kind_(kind),
         endpoint_(endpoint),
@@ -61,7 +62,8 @@ class Responder {
   // The content provider: runs until the generation ends or the client goes away.
   bool provide(httplib::DataSink& out) {
     out_ = &out;
-    if (gen_.stream && kind_ == ResponseFormatter::Kind::chat && !write(sse_event(fmt_.chat_role_chunk(usage_null()))))
+    if (gen_.stream && kind_ == ResponseFormatter::Kind::chat &&
+        !write(sse_event(fmt_.chat_role_chunk(usage_null()))))
       return client_gone();
     Update pending = std::move(carry_);
     for (;;) {
@@ -69,7 +71,8 @@ class Responder {
       if (!handle(pending)) return client_gone();
       if (finished) break;
       auto now = Clock::now();
-      auto deadline = std::min(now + env_.options.poll_interval, last_write_ + env_.options.keepalive_interval);
+      auto deadline =
+          std::min(now + env_.options.poll_interval, last_write_ + env_.options.keepalive_interval);
       pending = submitted_.sink->wait(deadline);
       if (env_.stopping.load()) submitted_.cancelled->store(true);  // on_finish(cancelled) follows shortly
       if (!pending.finished && Clock::now() - last_write_ >= env_.options.keepalive_interval) {
@@ -104,9 +107,7 @@ class Responder {
     return false;
   }
 
-  Usage usage() const {
-    return Usage{prompt_tokens_, submitted_.sink->generated_tokens(), cached_tokens_};
-  }
+  Usage usage() const { return Usage{prompt_tokens_, submitted_.sink->generated_tokens(), cached_tokens_}; }
 
   // Handles what is new: text through the parser, chunks out; at the end, the final chunk or body.
   bool handle(Update& u) {
@@ -132,11 +133,13 @@ class Responder {
 
   bool finish(const Update& u) {
     env_.metrics.record_generation(prompt_tokens_, cached_tokens_, submitted_.sink->generated_tokens(),
-                                   submitted_.sink->seconds_to_first_token(), submitted_.sink->decode_seconds());
+                                   submitted_.sink->seconds_to_first_token(),
+                                   submitted_.sink->decode_seconds());
     recorded_ = true;
     if (u.reason == FinishReason::error || u.reason == FinishReason::cancelled) {
-      ApiError e = u.error ? api_error_from(*u.error)
-                           : ApiError(503, "server_shutting_down", "the server stopped before this request finished");
+      ApiError e =
+          u.error ? api_error_from(*u.error)
+                  : ApiError(503, "server_shutting_down", "the server stopped before this request finished");
       env_.metrics.count_request(endpoint_, u.reason == FinishReason::error ? "error" : "cancelled");
       spdlog::warn("{} request failed after its headers were sent: {}", endpoint_, e.what());
       return write(gen_.stream ? sse_event(e.to_json()) : chat::dump_json(e.to_json()));
@@ -144,8 +147,8 @@ class Responder {
     bool calls = parser_ && parser_->message().has_tool_calls();
     const char* reason = openai_finish_reason(u.reason, calls);
     env_.metrics.count_request(endpoint_, reason);
-    spdlog::info("{} done: {}, {} prompt tokens ({} cached), {} generated, first token after {:.3f} s", endpoint_,
-                 reason, prompt_tokens_, cached_tokens_, submitted_.sink->generated_tokens(),
+    spdlog::info("{} done: {}, {} prompt tokens ({} cached), {} generated, first token after {:.3f} s",
+                 endpoint_, reason, prompt_tokens_, cached_tokens_, submitted_.sink->generated_tokens(),
                  submitted_.sink->seconds_to_first_token().value_or(0.0));
     if (!gen_.stream) {
       Json body = kind_ == ResponseFormatter::Kind::chat
@@ -153,9 +156,9 @@ class Responder {
                       : fmt_.text_completion(text_, reason, tokens_, usage());
       return write(chat::dump_json(body));
     }
-    std::string tail = sse_event(kind_ == ResponseFormatter::Kind::chat
-                                     ? fmt_.chat_finish_chunk(reason, usage_null())
-                                     : fmt_.text_chunk("", {}, reason, usage_null()));
+    std::string tail =
+        sse_event(kind_ == ResponseFormatter::Kind::chat ? fmt_.chat_finish_chunk(reason, usage_null())
+                                                         : fmt_.text_chunk("", {}, reason, usage_null()));
     if (gen_.include_usage) tail += sse_event(fmt_.usage_chunk(usage()));
     tail += "data: [DONE]\n\n";
     return write(tail);
@@ -174,20 +177,23 @@ class Responder {
   httplib::DataSink* out_ = nullptr;
   Clock::time_point last_write_ = Clock::now();
   int64_t cached_tokens_ = 0;
-  std::string text_;                   // non-stream: the whole output
+  std::string text_;                    // non-stream: the whole output
   std::vector<GeneratedToken> tokens_;  // non-stream: every token, for logprobs
   bool recorded_ = false;
 };
 
 // The common path of both endpoints, once the request is prepared.
-void run(const httplib::Request& req, httplib::Response& res, const HandlerEnv& env, ResponseFormatter::Kind kind,
-         const char* endpoint, const GenerationOptions& gen, PreparedPrompt prompt, const char* prompt_param) {
+void run(const httplib::Request& req, httplib::Response& res, const HandlerEnv& env,
+         ResponseFormatter::Kind kind, const char* endpoint, const GenerationOptions& gen,
+         PreparedPrompt prompt, const char* prompt_param) {
   int64_t prompt_tokens = static_cast<int64_t>(prompt.tokens.size());
   std::optional<chat::ParserOptions> parser = std::move(prompt.parser);
   Submitted submitted = submit_generation(env.model, prompt, gen, prompt_param);  // 400 before any work
-  spdlog::info("{} from {}:{}: prompt {} tokens, max_tokens {}, {}", endpoint, req.remote_addr, req.remote_port,
-               prompt_tokens, gen.max_tokens ? std::to_string(*gen.max_tokens) : "-", gen.stream ? "stream" : "json");
-  auto conn = std::make_shared<ClientConnection>(req.remote_addr, req.remote_port, req.local_addr, req.local_port);
+  spdlog::info("{} from {}:{}: prompt {} tokens, max_tokens {}, {}", endpoint, req.remote_addr,
+               req.remote_port, prompt_tokens, gen.max_tokens ? std::to_string(*gen.max_tokens) : "-",
+               gen.stream ? "stream" : "json");
+  auto conn =
+      std::make_shared<ClientConnection>(req.remote_addr, req.remote_port, req.local_addr, req.local_port);
 
   // Before any header: wait until the request holds a slot and its first step ran, or fails (503 / 400).
   Update heard;
@@ -215,8 +221,7 @@ void run(const httplib::Request& req, httplib::Response& res, const HandlerEnv& 
   res.set_header("X-Accel-Buffering", "no");  // proxies must not hold back the stream
   res.set_chunked_content_provider(
       gen.stream ? "text/event-stream" : "application/json",
-      [responder](size_t, httplib::DataSink& out) { return responder->provide(out); },
-      [responder](bool) {});
+      [responder](size_t, httplib::DataSink& out) { return responder->provide(out); }, [responder](bool) {});
 }
 
 }  // namespace

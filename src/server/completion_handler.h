@@ -1,7 +1,7 @@
 // POST /v1/chat/completions and /v1/completions: validate, prepare, admit before any header (400/503 are real
-// status codes), then stream (SSE) or answer (a chunked JSON body with leading-whitespace keep-alives). After the
-// headers a failure is an error event (or an error body), never a dropped connection or an empty 200; a client
-// that goes away cancels its request at once. Internal to keel_server (it includes httplib.h).
+// status codes), then stream (SSE) or answer (a chunked JSON body with leading-whitespace keep-alives). After
+// the headers a failure is an error event (or an error body), never a dropped connection or an empty 200; a
+// client that goes away cancels its request at once. Internal to keel_server (it includes httplib.h).
 #pragma once
 #include <httplib.h>
 

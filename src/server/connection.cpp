@@ -48,8 +48,8 @@ bool matches(int fd, const std::string& remote_addr, int remote_port, const std:
 
 }  // namespace
 
-ClientConnection::ClientConnection(const std::string& remote_addr, int remote_port, const std::string& local_addr,
-                                   int local_port) {
+ClientConnection::ClientConnection(const std::string& remote_addr, int remote_port,
+                                   const std::string& local_addr, int local_port) {
   DIR* dir = opendir("/proc/self/fd");
   if (!dir) return;
   while (dirent* e = readdir(dir)) {

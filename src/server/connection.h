@@ -1,6 +1,7 @@
 // Noticing that a client went away while its request waits or generates. cpp-httplib 0.11 gives a handler no
-// socket, so the handler finds its connection's socket by its two addresses (the peer's and ours, which identify
-// one TCP connection); the socket stays open for as long as the handler runs, on the handler's thread.
+// socket, so the handler finds its connection's socket by its two addresses (the peer's and ours, which
+// identify one TCP connection); the socket stays open for as long as the handler runs, on the handler's
+// thread.
 #pragma once
 #include <string>
 
@@ -8,11 +9,12 @@ namespace keel::server {
 
 class ClientConnection {
  public:
-  // The accepted socket whose peer is remote_addr:remote_port and whose local end is local_addr:local_port; when
-  // none is found (an unusual platform), closed() always answers false.
-  ClientConnection(const std::string& remote_addr, int remote_port, const std::string& local_addr, int local_port);
-  // True once the peer has closed or reset the connection (POLLRDHUP/POLLHUP/POLLERR); data the client may have
-  // pipelined does not count. Cheap: one poll() with a zero timeout.
+  // The accepted socket whose peer is remote_addr:remote_port and whose local end is local_addr:local_port;
+  // when none is found (an unusual platform), closed() always answers false.
+  ClientConnection(const std::string& remote_addr, int remote_port, const std::string& local_addr,
+                   int local_port);
+  // True once the peer has closed or reset the connection (POLLRDHUP/POLLHUP/POLLERR); data the client may
+  // have pipelined does not count. Cheap: one poll() with a zero timeout.
   bool closed() const;
   bool found() const { return fd_ >= 0; }
 

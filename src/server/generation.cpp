@@ -59,7 +59,8 @@ bool GenerationSink::on_token(const GeneratedToken& token) {
     }
   } catch (const std::exception& e) {
     std::lock_guard lock(mutex_);
-    if (!pending_.error) pending_.error = Error(ErrorCode::internal, fmt::format("detokenizing failed: {}", e.what()));
+    if (!pending_.error)
+      pending_.error = Error(ErrorCode::internal, fmt::format("detokenizing failed: {}", e.what()));
     keep_going = false;
   }
   std::lock_guard lock(mutex_);

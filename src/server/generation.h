@@ -1,8 +1,9 @@
 // One generation request between the engine thread and the HTTP thread that answers it. The engine calls the
-// RequestSink methods; the sink turns tokens into text there (detokenize, drop end-of-generation and hidden special
-// tokens, hold back and cut stop strings, so a matched stop string stops the request at once) and queues the
-// result. The HTTP thread takes what is new with wait(), with a deadline so it can send keep-alives and notice a
-// client that went away. Owned jointly (shared_ptr) by the request and the HTTP handler: either may go first.
+// RequestSink methods; the sink turns tokens into text there (detokenize, drop end-of-generation and hidden
+// special tokens, hold back and cut stop strings, so a matched stop string stops the request at once) and
+// queues the result. The HTTP thread takes what is new with wait(), with a deadline so it can send
+// keep-alives and notice a client that went away. Owned jointly (shared_ptr) by the request and the HTTP
+// handler: either may go first.
 #pragma once
 #include <chrono>
 #include <condition_variable>
@@ -25,8 +26,8 @@ struct TextOptions {
   const tokenizer::Tokenizer* tokenizer = nullptr;
   std::vector<std::string> stop_strings;
   std::vector<int32_t> stop_tokens;  // end-of-generation ids: counted, never shown
-  // Special tokens whose text is shown (the parser's markers when they are special tokens, e.g. <think>); other
-  // special tokens are dropped from the text, as llama-server and vLLM do by default.
+  // Special tokens whose text is shown (the parser's markers when they are special tokens, e.g. <think>);
+  // other special tokens are dropped from the text, as llama-server and vLLM do by default.
   std::vector<int32_t> shown_special_tokens;
 };
 
@@ -36,15 +37,15 @@ class GenerationSink final : public RequestSink {
 
   // What happened since the last take.
   struct Update {
-    bool started = false;             // on_started has been heard (stays true)
+    bool started = false;  // on_started has been heard (stays true)
     int64_t cached_tokens = 0;
     int64_t prefill_done = 0, prefill_total = 0;
-    int64_t queue_position = -1;      // ≥ 0 while waiting for a slot or for memory
-    std::string text;                 // new output text (stop strings cut)
+    int64_t queue_position = -1;         // ≥ 0 while waiting for a slot or for memory
+    std::string text;                    // new output text (stop strings cut)
     std::vector<GeneratedToken> tokens;  // tokens generated since the last take (logprobs)
     bool finished = false;
     FinishReason reason = FinishReason::stop;
-    std::optional<Error> error;       // reason == error
+    std::optional<Error> error;  // reason == error
   };
 
   // Blocks until something is new or `deadline` passes; returns (and clears) what is new.

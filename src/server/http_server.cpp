@@ -9,7 +9,9 @@
 
 namespace keel::server {
 
-int http_worker_threads(int parallel) { return std::max(64, 8 * std::max(parallel, 1)); }
+int http_worker_threads(int parallel) {
+  return std::max(64, 8 * std::max(parallel, 1));
+}
 
 namespace {
 
@@ -31,11 +33,14 @@ void send_json(httplib::Response& res, const Json& body, int status = 200) {
 }
 
 ApiError loading_error() {
-  return ApiError(503, "model_loading", "the model is still loading; retry in a moment", {}, "unavailable_error")
+  return ApiError(503, "model_loading", "the model is still loading; retry in a moment", {},
+                  "unavailable_error")
       .with_retry_after(1);
 }
 
-const char* outcome_of(const ApiError& e) { return e.code().empty() ? "error" : e.code().c_str(); }
+const char* outcome_of(const ApiError& e) {
+  return e.code().empty() ? "error" : e.code().c_str();
+}
 
 }  // namespace
 
@@ -43,11 +48,16 @@ struct HttpServer::Impl {
   httplib::Server http;
 };
 
-HttpServer::HttpServer(ServerOptions options) : options_(std::move(options)), impl_(std::make_unique<Impl>()) {}
+HttpServer::HttpServer(ServerOptions options)
+    : options_(std::move(options)), impl_(std::make_unique<Impl>()) {}
 
-HttpServer::~HttpServer() { stop(); }
+HttpServer::~HttpServer() {
+  stop();
+}
 
-void HttpServer::set_model(const ModelContext* ctx) { model_.store(ctx); }
+void HttpServer::set_model(const ModelContext* ctx) {
+  model_.store(ctx);
+}
 
 void HttpServer::start() {
   // A client that closes its socket mid-write must cost one request, not the process.
@@ -56,12 +66,12 @@ void HttpServer::start() {
   const int threads = http_worker_threads(options_.parallel);
   http.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
   http.set_payload_max_length(options_.max_body_bytes);
-  http.set_read_timeout(60);    // a slow client uploading a large prompt
-  http.set_write_timeout(30);   // a client that stops reading its stream
+  http.set_read_timeout(60);   // a slow client uploading a large prompt
+  http.set_write_timeout(30);  // a client that stops reading its stream
   // An idle keep-alive connection holds a worker, and cpp-httplib notices stop() only when this wait ends.
   http.set_keep_alive_timeout(5);
   http.set_keep_alive_max_count(1000);
-  http.set_tcp_nodelay(true);   // stream chunks leave at once
+  http.set_tcp_nodelay(true);  // stream chunks leave at once
 
   http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     size_t header_bytes = 0;
@@ -128,8 +138,8 @@ void HttpServer::start() {
         metrics_.count_request(endpoint, outcome_of(a));
         send_error(res, a);
       } catch (const Json::exception& e) {  // a field of the wrong type read by a small endpoint
-        ApiError a(400, "invalid_value", fmt::format("the request body has a field of the wrong type: {}", e.what()),
-                   "body");
+        ApiError a(400, "invalid_value",
+                   fmt::format("the request body has a field of the wrong type: {}", e.what()), "body");
         metrics_.count_request(endpoint, outcome_of(a));
         send_error(res, a);
       }
@@ -139,53 +149,57 @@ void HttpServer::start() {
   auto chat = api("chat", [this](const httplib::Request& req, httplib::Response& res, const ModelContext& m) {
     handle_chat_completions(req, res, HandlerEnv{m, metrics_, options_, stopping_});
   });
-  auto completions = api("completions", [this](const httplib::Request& req, httplib::Response& res,
-                                               const ModelContext& m) {
-    handle_completions(req, res, HandlerEnv{m, metrics_, options_, stopping_});
-  });
+  auto completions =
+      api("completions", [this](const httplib::Request& req, httplib::Response& res, const ModelContext& m) {
+        handle_completions(req, res, HandlerEnv{m, metrics_, options_, stopping_});
+      });
   auto models = api("models", [](const httplib::Request&, httplib::Response& res, const ModelContext& m) {
     int64_t limit = m.engine->model().context_limit();
-    Json entry = {{"id", m.model_id},
-                  {"object", "model"},
-                  {"created", 0},
-                  {"owned_by", "keel"},
-                  {"context_length", m.context_tokens},
-                  {"max_model_len", m.context_tokens},
-                  {"meta", {{"n_ctx", m.context_tokens}, {"n_ctx_train", limit}, {"n_vocab", m.engine->model().vocab_size()}}}};
+    Json entry = {
+        {"id", m.model_id},
+        {"object", "model"},
+        {"created", 0},
+        {"owned_by", "keel"},
+        {"context_length", m.context_tokens},
+        {"max_model_len", m.context_tokens},
+        {"meta",
+         {{"n_ctx", m.context_tokens}, {"n_ctx_train", limit}, {"n_vocab", m.engine->model().vocab_size()}}}};
     send_json(res, Json{{"object", "list"}, {"data", Json::array({entry})}});
   });
-  auto tokenize = api("tokenize", [](const httplib::Request& req, httplib::Response& res, const ModelContext& m) {
-    Json body = parse_json_body(req.body);
-    if (!body.is_object() || !body.contains("content") || !body["content"].is_string())
-      throw_invalid("content", "'content' must be a string");
-    bool add_special = body.value("add_special", false);
-    bool with_pieces = body.value("with_pieces", false);
-    std::vector<int32_t> ids = m.tokenizer->encode(body["content"].get<std::string>(),
-                                                   {.allow_special = true, .add_special_tokens = add_special});
-    Json tokens = Json::array();
-    for (int32_t id : ids) {
-      if (!with_pieces) {
-        tokens.push_back(id);
-        continue;
-      }
-      std::vector<int32_t> one{id};
-      tokens.push_back(Json{{"id", id}, {"piece", m.tokenizer->decode(one)}});
-    }
-    send_json(res, Json{{"tokens", std::move(tokens)}});
-  });
-  auto detokenize = api("detokenize", [](const httplib::Request& req, httplib::Response& res, const ModelContext& m) {
-    Json body = parse_json_body(req.body);
-    if (!body.is_object() || !body.contains("tokens") || !body["tokens"].is_array())
-      throw_invalid("tokens", "'tokens' must be an array of token ids");
-    std::vector<int32_t> ids;
-    for (size_t i = 0; i < body["tokens"].size(); ++i) {
-      const Json& id = body["tokens"][i];
-      if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX)
-        throw_invalid(fmt::format("tokens[{}]", i), "'tokens[{}]' must be a token id", i);
-      ids.push_back(id.get<int32_t>());
-    }
-    send_json(res, Json{{"content", m.tokenizer->decode(ids)}});
-  });
+  auto tokenize =
+      api("tokenize", [](const httplib::Request& req, httplib::Response& res, const ModelContext& m) {
+        Json body = parse_json_body(req.body);
+        if (!body.is_object() || !body.contains("content") || !body["content"].is_string())
+          throw_invalid("content", "'content' must be a string");
+        bool add_special = body.value("add_special", false);
+        bool with_pieces = body.value("with_pieces", false);
+        std::vector<int32_t> ids = m.tokenizer->encode(
+            body["content"].get<std::string>(), {.allow_special = true, .add_special_tokens = add_special});
+        Json tokens = Json::array();
+        for (int32_t id : ids) {
+          if (!with_pieces) {
+            tokens.push_back(id);
+            continue;
+          }
+          std::vector<int32_t> one{id};
+          tokens.push_back(Json{{"id", id}, {"piece", m.tokenizer->decode(one)}});
+        }
+        send_json(res, Json{{"tokens", std::move(tokens)}});
+      });
+  auto detokenize =
+      api("detokenize", [](const httplib::Request& req, httplib::Response& res, const ModelContext& m) {
+        Json body = parse_json_body(req.body);
+        if (!body.is_object() || !body.contains("tokens") || !body["tokens"].is_array())
+          throw_invalid("tokens", "'tokens' must be an array of token ids");
+        std::vector<int32_t> ids;
+        for (size_t i = 0; i < body["tokens"].size(); ++i) {
+          const Json& id = body["tokens"][i];
+          if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX)
+            throw_invalid(fmt::format("tokens[{}]", i), "'tokens[{}]' must be a token id", i);
+          ids.push_back(id.get<int32_t>());
+        }
+        send_json(res, Json{{"content", m.tokenizer->decode(ids)}});
+      });
 
   for (const char* path : {"/v1/chat/completions", "/chat/completions"}) http.Post(path, chat);
   for (const char* path : {"/v1/completions", "/completions"}) http.Post(path, completions);
@@ -194,8 +208,10 @@ void HttpServer::start() {
   http.Post("/detokenize", detokenize);
   for (const char* path : {"/health", "/v1/health"}) {
     http.Get(path, [this](const httplib::Request&, httplib::Response& res) {
-      if (model_.load()) send_json(res, Json{{"status", "ok"}});
-      else send_error(res, loading_error());
+      if (model_.load())
+        send_json(res, Json{{"status", "ok"}});
+      else
+        send_error(res, loading_error());
     });
   }
   http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
@@ -214,13 +230,15 @@ void HttpServer::start() {
     if (port_ <= 0) throw_error(ErrorCode::invalid_argument, "cannot listen on {} (any port)", options_.host);
   } else {
     if (!http.bind_to_port(options_.host, options_.port))
-      throw_error(ErrorCode::invalid_argument,
-                  "cannot listen on {}:{}: the address is in use or not available (try another --port or --host)",
-                  options_.host, options_.port);
+      throw_error(
+          ErrorCode::invalid_argument,
+          "cannot listen on {}:{}: the address is in use or not available (try another --port or --host)",
+          options_.host, options_.port);
     port_ = options_.port;
   }
   thread_ = std::thread([this] { impl_->http.listen_after_bind(); });
-  // httplib's stop() is a no-op until the listen loop runs: wait for it, so a stop() right after start() works.
+  // httplib's stop() is a no-op until the listen loop runs: wait for it, so a stop() right after start()
+  // works.
   while (!impl_->http.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
 }
 

@@ -1,6 +1,6 @@
-// The HTTP transport: cpp-httplib routes for the OpenAI-compatible API, the API key, size limits, and a worker pool
-// sized so long streams never starve new connections. The server listens before the model is loaded: /health
-// answers 503 until set_model(), then 200.
+// The HTTP transport: cpp-httplib routes for the OpenAI-compatible API, the API key, size limits, and a
+// worker pool sized so long streams never starve new connections. The server listens before the model is
+// loaded: /health answers 503 until set_model(), then 200.
 #pragma once
 #include <atomic>
 #include <chrono>
@@ -16,11 +16,11 @@ namespace keel::server {
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
-  int port = 8080;                // 0: any free port (tests); port() tells which
-  std::string api_key;            // empty: no key needed
-  int parallel = 1;               // --parallel; sizes the worker pool
-  bool metrics = false;           // --metrics: serve GET /metrics
-  size_t max_body_bytes = size_t{64} << 20;   // larger bodies get 413
+  int port = 8080;                             // 0: any free port (tests); port() tells which
+  std::string api_key;                         // empty: no key needed
+  int parallel = 1;                            // --parallel; sizes the worker pool
+  bool metrics = false;                        // --metrics: serve GET /metrics
+  size_t max_body_bytes = size_t{64} << 20;    // larger bodies get 413
   size_t max_header_bytes = size_t{64} << 10;  // all headers together; larger get 431
   // Keep-alives (SSE comments, or whitespace before a JSON body) when nothing was written for this long.
   std::chrono::milliseconds keepalive_interval{2000};
@@ -42,7 +42,8 @@ class HttpServer {
   // Binds host:port (throws Error(invalid_argument) naming them when it cannot) and serves on its own thread.
   void start();
   int port() const { return port_; }
-  // The model is loaded: the API answers from now on. `ctx` must outlive the server (or a set_model(nullptr)).
+  // The model is loaded: the API answers from now on. `ctx` must outlive the server (or a
+  // set_model(nullptr)).
   void set_model(const ModelContext* ctx);
   void stop();
   ServerMetrics& metrics() { return metrics_; }

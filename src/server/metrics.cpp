@@ -10,7 +10,8 @@ void ServerMetrics::count_request(const std::string& endpoint, const std::string
 }
 
 void ServerMetrics::record_generation(int64_t prompt_tokens, int64_t cached_tokens, int64_t generated_tokens,
-                                      std::optional<double> ttft_seconds, std::optional<double> decode_seconds) {
+                                      std::optional<double> ttft_seconds,
+                                      std::optional<double> decode_seconds) {
   std::lock_guard lock(mutex_);
   ++generations_;
   prompt_tokens_ += prompt_tokens;
@@ -40,8 +41,10 @@ void metric(std::string& out, const char* name, const char* type, const char* he
 
 template <typename T>
 void sample(std::string& out, const char* name, T value, const std::string& labels = {}) {
-  if (labels.empty()) out += fmt::format("{} {}\n", name, value);
-  else out += fmt::format("{}{{{}}} {}\n", name, labels, value);
+  if (labels.empty())
+    out += fmt::format("{} {}\n", name, value);
+  else
+    out += fmt::format("{}{{{}}} {}\n", name, labels, value);
 }
 
 }  // namespace
@@ -52,7 +55,8 @@ std::string ServerMetrics::render(const EngineStats* engine) const {
     std::lock_guard lock(mutex_);
     metric(out, "keel_requests_total", "counter", "HTTP requests by endpoint and outcome");
     for (const auto& [key, n] : requests_)
-      sample(out, "keel_requests_total", n, fmt::format("endpoint=\"{}\",outcome=\"{}\"", key.first, key.second));
+      sample(out, "keel_requests_total", n,
+             fmt::format("endpoint=\"{}\",outcome=\"{}\"", key.first, key.second));
     metric(out, "keel_prompt_tokens_total", "counter", "Prompt tokens of generations that ran");
     sample(out, "keel_prompt_tokens_total", prompt_tokens_);
     metric(out, "keel_generated_tokens_total", "counter", "Tokens generated");
@@ -67,9 +71,12 @@ std::string ServerMetrics::render(const EngineStats* engine) const {
     sample(out, "keel_time_to_first_token_seconds_count", ttft_count_);
     metric(out, "keel_prefill_tokens_per_second", "gauge",
            "Prompt tokens computed per second (not cached), over all generations");
-    sample(out, "keel_prefill_tokens_per_second", prefill_seconds_ > 0 ? prefill_tokens_timed_ / prefill_seconds_ : 0);
-    metric(out, "keel_decode_tokens_per_second", "gauge", "Tokens generated per second after the first, over all");
-    sample(out, "keel_decode_tokens_per_second", decode_seconds_ > 0 ? decode_tokens_timed_ / decode_seconds_ : 0);
+    sample(out, "keel_prefill_tokens_per_second",
+           prefill_seconds_ > 0 ? prefill_tokens_timed_ / prefill_seconds_ : 0);
+    metric(out, "keel_decode_tokens_per_second", "gauge",
+           "Tokens generated per second after the first, over all");
+    sample(out, "keel_decode_tokens_per_second",
+           decode_seconds_ > 0 ? decode_tokens_timed_ / decode_seconds_ : 0);
     metric(out, "keel_last_prefill_tokens_per_second", "gauge", "Prefill rate of the last generation");
     sample(out, "keel_last_prefill_tokens_per_second", last_prefill_rate_);
     metric(out, "keel_last_decode_tokens_per_second", "gauge", "Decode rate of the last generation");
@@ -86,7 +93,8 @@ std::string ServerMetrics::render(const EngineStats* engine) const {
   sample(out, "keel_pool_bytes_peak", e.pool.peak);
   metric(out, "keel_pool_bytes_limit", "gauge", "The pool's enforced limit (--memory-limit)");
   sample(out, "keel_pool_bytes_limit", e.pool.limit);
-  metric(out, "keel_pool_bytes_baseline", "gauge", "Pool bytes of the loaded model; idle, the pool holds this plus keel_prompt_cache_bytes");
+  metric(out, "keel_pool_bytes_baseline", "gauge",
+         "Pool bytes of the loaded model; idle, the pool holds this plus keel_prompt_cache_bytes");
   sample(out, "keel_pool_bytes_baseline", e.baseline_bytes);
   metric(out, "keel_pool_allocations_refused_total", "counter", "Allocations the pool refused");
   sample(out, "keel_pool_allocations_refused_total", e.pool.refusals);
@@ -103,14 +111,17 @@ std::string ServerMetrics::render(const EngineStats* engine) const {
   sample(out, "keel_steps_total", s.failed_steps, "result=\"failed_out_of_memory\"");
   sample(out, "keel_steps_total", s.shrunk_steps, "result=\"shrunk_to_fit\"");
   sample(out, "keel_steps_total", s.plan_exceeded, "result=\"plan_exceeded\"");
-  metric(out, "keel_requests_deferred_total", "counter", "Times a waiting request could not start for lack of memory");
+  metric(out, "keel_requests_deferred_total", "counter",
+         "Times a waiting request could not start for lack of memory");
   sample(out, "keel_requests_deferred_total", s.deferred, "reason=\"memory\"");
-  metric(out, "keel_requests_refused_total", "counter", "Requests refused or failed by the engine, by reason");
+  metric(out, "keel_requests_refused_total", "counter",
+         "Requests refused or failed by the engine, by reason");
   sample(out, "keel_requests_refused_total", s.refused_context, "reason=\"context_length_exceeded\"");
   sample(out, "keel_requests_refused_total", s.failed_memory, "reason=\"insufficient_memory\"");
   metric(out, "keel_prompt_cache_entries", "gauge", "States the prompt cache holds now");
   sample(out, "keel_prompt_cache_entries", s.prompt_cache_entries);
-  metric(out, "keel_prompt_cache_bytes", "gauge", "Pool bytes the prompt cache holds now (part of the baseline)");
+  metric(out, "keel_prompt_cache_bytes", "gauge",
+         "Pool bytes the prompt cache holds now (part of the baseline)");
   sample(out, "keel_prompt_cache_bytes", s.prompt_cache_bytes);
   metric(out, "keel_prompt_cache_evictions_total", "counter", "Prompt cache entries evicted");
   sample(out, "keel_prompt_cache_evictions_total", s.prompt_cache_evictions);

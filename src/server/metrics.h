@@ -1,6 +1,7 @@
-// The server's counters, and /metrics in Prometheus text format (exposition format 0.0.4): requests by outcome,
-// tokens, time to first token, prefill and decode rates, prompt-cache reuse, and the engine's memory numbers
-// (pool in use / peak / limit / baseline, planned vs measured step transient, deferred and refused requests).
+// The server's counters, and /metrics in Prometheus text format (exposition format 0.0.4): requests by
+// outcome, tokens, time to first token, prefill and decode rates, prompt-cache reuse, and the engine's memory
+// numbers (pool in use / peak / limit / baseline, planned vs measured step transient, deferred and refused
+// requests).
 #pragma once
 #include <cstdint>
 #include <map>
@@ -14,11 +15,11 @@ namespace keel::server {
 
 class ServerMetrics {
  public:
-  // outcome: stop, length, tool_calls, cancelled, error, invalid_request, unauthorized, context_length_exceeded,
-  // insufficient_memory, ...
+  // outcome: stop, length, tool_calls, cancelled, error, invalid_request, unauthorized,
+  // context_length_exceeded, insufficient_memory, ...
   void count_request(const std::string& endpoint, const std::string& outcome);
-  // A generation that ran: its prompt, the part of it the prompt cache supplied, what it generated, and timings
-  // (ttft: submission → first token, queueing included; decode: first token → finish).
+  // A generation that ran: its prompt, the part of it the prompt cache supplied, what it generated, and
+  // timings (ttft: submission → first token, queueing included; decode: first token → finish).
   void record_generation(int64_t prompt_tokens, int64_t cached_tokens, int64_t generated_tokens,
                          std::optional<double> ttft_seconds, std::optional<double> decode_seconds);
 

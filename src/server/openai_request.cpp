@@ -13,15 +13,23 @@ constexpr size_t kMaxStopStrings = 16;
 
 const char* type_name(const Json& v) {
   switch (v.type()) {
-    case Json::value_t::null: return "null";
-    case Json::value_t::boolean: return "a boolean";
+    case Json::value_t::null:
+      return "null";
+    case Json::value_t::boolean:
+      return "a boolean";
     case Json::value_t::number_integer:
-    case Json::value_t::number_unsigned: return "an integer";
-    case Json::value_t::number_float: return "a number";
-    case Json::value_t::string: return "a string";
-    case Json::value_t::array: return "an array";
-    case Json::value_t::object: return "an object";
-    default: return "an unsupported value";
+    case Json::value_t::number_unsigned:
+      return "an integer";
+    case Json::value_t::number_float:
+      return "a number";
+    case Json::value_t::string:
+      return "a string";
+    case Json::value_t::array:
+      return "an array";
+    case Json::value_t::object:
+      return "an object";
+    default:
+      return "an unsupported value";
   }
 }
 
@@ -41,7 +49,8 @@ std::optional<double> number_field(const Json& obj, const char* name, double lo,
   if (!v) return std::nullopt;
   if (!v->is_number()) wrong_type(name, "a number", *v);
   double x = v->get<double>();
-  if (!std::isfinite(x) || x < lo || x > hi) throw_invalid(name, "'{}' must be between {} and {}, got {}", name, lo, hi, x);
+  if (!std::isfinite(x) || x < lo || x > hi)
+    throw_invalid(name, "'{}' must be between {} and {}, got {}", name, lo, hi, x);
   return x;
 }
 
@@ -81,7 +90,8 @@ std::string model_field(const Json& body) {
 void check_n(const Json& body) {
   std::optional<int64_t> n = integer_field(body, "n", 1, std::numeric_limits<int32_t>::max());
   if (n && *n > 1)
-    throw ApiError(400, "unsupported", "n > 1 (several choices per request) is not supported; send n = 1", "n");
+    throw ApiError(400, "unsupported", "n > 1 (several choices per request) is not supported; send n = 1",
+                   "n");
 }
 
 GenerationOptions parse_generation(const Json& body, bool chat) {
@@ -95,12 +105,14 @@ GenerationOptions parse_generation(const Json& body, bool chat) {
     g.top_k = static_cast<int32_t>(std::max<int64_t>(*x, 0));
   if (auto x = number_field(body, "min_p", 0, 1)) g.min_p = static_cast<float>(*x);
   if (auto x = number_field(body, "repetition_penalty", 0, 100)) {
-    if (*x <= 0) throw_invalid("repetition_penalty", "'repetition_penalty' must be greater than 0, got {}", *x);
+    if (*x <= 0)
+      throw_invalid("repetition_penalty", "'repetition_penalty' must be greater than 0, got {}", *x);
     g.repetition_penalty = static_cast<float>(*x);
   }
   if (auto x = number_field(body, "presence_penalty", -2, 2)) g.presence_penalty = static_cast<float>(*x);
   if (auto x = number_field(body, "frequency_penalty", -2, 2)) g.frequency_penalty = static_cast<float>(*x);
-  if (auto x = integer_field(body, "seed", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()))
+  if (auto x = integer_field(body, "seed", std::numeric_limits<int64_t>::min(),
+                             std::numeric_limits<int64_t>::max()))
     g.seed = static_cast<uint64_t>(*x);
 
   // max_completion_tokens is the newer name; max_tokens the older one. −1 means "until the context ends"
@@ -144,8 +156,7 @@ GenerationOptions parse_generation(const Json& body, bool chat) {
   if (chat) {
     g.logprobs = bool_field(body, "logprobs").value_or(false);
     if (auto k = integer_field(body, "top_logprobs", 0, kMaxTopLogprobs)) {
-      if (!g.logprobs && *k > 0)
-        throw_invalid("top_logprobs", "'top_logprobs' needs 'logprobs' set to true");
+      if (!g.logprobs && *k > 0) throw_invalid("top_logprobs", "'top_logprobs' needs 'logprobs' set to true");
       g.top_logprobs = static_cast<int>(*k);
     }
   } else if (const Json* lp = field(body, "logprobs")) {
@@ -176,12 +187,14 @@ Json normalize_content(const Json& content, const std::string& param, bool allow
     std::string p = fmt::format("{}[{}]", param, j);
     if (!part.is_object()) wrong_type(p, "an object", part);
     const Json* type = field(part, "type");
-    if (!type || !type->is_string()) throw_invalid(p + ".type", "'{}.type' must be a string such as \"text\"", p);
+    if (!type || !type->is_string())
+      throw_invalid(p + ".type", "'{}.type' must be a string such as \"text\"", p);
     if (*type != "text")
-      throw ApiError(400, "unsupported",
-                     fmt::format("'{}.type': content part type '{}' is not supported: this server takes text only",
-                                 p, type->get<std::string>()),
-                     p + ".type");
+      throw ApiError(
+          400, "unsupported",
+          fmt::format("'{}.type': content part type '{}' is not supported: this server takes text only", p,
+                      type->get<std::string>()),
+          p + ".type");
     const Json* t = field(part, "text");
     if (!t || !t->is_string()) throw_invalid(p + ".text", "'{}.text' must be a string", p);
     if (j > 0) text += '\n';
@@ -222,7 +235,8 @@ Json parse_messages(const Json& body) {
     std::string r = role->get<std::string>();
     if (r == "developer") r = "system";  // newer OpenAI clients' name for the system message
     if (r != "system" && r != "user" && r != "assistant" && r != "tool" && r != "function")
-      throw_invalid(p + ".role", "'{}.role' must be one of system, developer, user, assistant, tool; got '{}'", p, r);
+      throw_invalid(p + ".role",
+                    "'{}.role' must be one of system, developer, user, assistant, tool; got '{}'", p, r);
     Json msg = m;  // other fields (name, tool_call_id, reasoning_content, ...) reach the template unchanged
     msg["role"] = r;
     bool has_calls = r == "assistant" && field(m, "tool_calls");
@@ -271,7 +285,8 @@ bool parse_tool_choice(const Json& body, bool have_tools) {
                      "tool_choice \"required\" needs constrained decoding, which keel does not have yet; "
                      "use \"auto\" or \"none\"",
                      "tool_choice");
-    throw_invalid("tool_choice", "'tool_choice' must be \"auto\", \"none\", \"required\" or a function, got '{}'", c);
+    throw_invalid("tool_choice",
+                  "'tool_choice' must be \"auto\", \"none\", \"required\" or a function, got '{}'", c);
   }
   if (choice->is_object())
     throw ApiError(400, "unsupported",
@@ -286,18 +301,21 @@ void check_response_format(const Json& body) {
   if (!rf) return;
   if (!rf->is_object()) wrong_type("response_format", "an object", *rf);
   const Json* type = field(*rf, "type");
-  if (!type || !type->is_string()) throw_invalid("response_format.type", "'response_format.type' must be a string");
+  if (!type || !type->is_string())
+    throw_invalid("response_format.type", "'response_format.type' must be a string");
   if (*type == "text") return;
   if (*type == "json_object" || *type == "json_schema")
-    throw ApiError(400, "unsupported",
-                   fmt::format("response_format \"{}\" needs constrained decoding, which keel does not have yet",
-                               type->get<std::string>()),
-                   "response_format");
+    throw ApiError(
+        400, "unsupported",
+        fmt::format("response_format \"{}\" needs constrained decoding, which keel does not have yet",
+                    type->get<std::string>()),
+        "response_format");
   throw_invalid("response_format.type", "'response_format.type' must be text, json_object or json_schema");
 }
 
 void check_object_body(const Json& body) {
-  if (!body.is_object()) throw_invalid("body", "the request body must be a JSON object, got {}", type_name(body));
+  if (!body.is_object())
+    throw_invalid("body", "the request body must be a JSON object, got {}", type_name(body));
 }
 
 }  // namespace
@@ -308,9 +326,12 @@ Json parse_json_body(const std::string& body) {
   bool in_string = false, escape = false;
   for (char c : body) {
     if (in_string) {
-      if (escape) escape = false;
-      else if (c == '\\') escape = true;
-      else if (c == '"') in_string = false;
+      if (escape)
+        escape = false;
+      else if (c == '\\')
+        escape = true;
+      else if (c == '"')
+        in_string = false;
     } else if (c == '"') {
       in_string = true;
     } else if (c == '{' || c == '[') {
@@ -352,7 +373,8 @@ CompletionRequest parse_completion_request(const Json& body) {
   check_n(body);
   if (const Json* echo = field(body, "echo"); echo && (!echo->is_boolean() || echo->get<bool>()))
     throw ApiError(400, "unsupported", "echo is not supported", "echo");
-  if (const Json* suffix = field(body, "suffix"); suffix && !(suffix->is_string() && suffix->get<std::string>().empty()))
+  if (const Json* suffix = field(body, "suffix");
+      suffix && !(suffix->is_string() && suffix->get<std::string>().empty()))
     throw ApiError(400, "unsupported", "suffix (insertion) is not supported", "suffix");
   const Json* prompt = field(body, "prompt");
   if (!prompt) throw_invalid("prompt", "'prompt' is required");
@@ -366,15 +388,18 @@ CompletionRequest parse_completion_request(const Json& body) {
       std::vector<int32_t> ids;
       for (size_t i = 0; i < prompt->size(); ++i) {
         const Json& id = (*prompt)[i];
-        if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > std::numeric_limits<int32_t>::max())
-          throw_invalid(fmt::format("prompt[{}]", i), "'prompt[{}]' must be a token id (a non-negative integer)", i);
+        if (!id.is_number_integer() || id.get<int64_t>() < 0 ||
+            id.get<int64_t>() > std::numeric_limits<int32_t>::max())
+          throw_invalid(fmt::format("prompt[{}]", i),
+                        "'prompt[{}]' must be a token id (a non-negative integer)", i);
         ids.push_back(id.get<int32_t>());
       }
       r.prompt_tokens = std::move(ids);
     } else if (prompt->empty()) {
       throw_invalid("prompt", "'prompt' must not be empty");
     } else {
-      throw ApiError(400, "unsupported", "several prompts in one request are not supported; send one", "prompt");
+      throw ApiError(400, "unsupported", "several prompts in one request are not supported; send one",
+                     "prompt");
     }
   } else {
     wrong_type("prompt", "a string or an array of token ids", *prompt);

@@ -1,8 +1,8 @@
-// OpenAI request bodies → validated, typed requests. Every malformed field is a 400 ApiError whose `param` names
-// it ("messages[1].content[0].type", "temperature"); features keel does not have (n > 1, tool_choice "required" or
-// a named function, response_format json_object/json_schema: they need constrained decoding) are a clear 400,
-// never silently ignored. Unknown fields are ignored, as OpenAI-compatible servers do (clients send `user`,
-// `store`, `metadata`, ...). No model, tokenizer or HTTP here.
+// OpenAI request bodies → validated, typed requests. Every malformed field is a 400 ApiError whose `param`
+// names it ("messages[1].content[0].type", "temperature"); features keel does not have (n > 1, tool_choice
+// "required" or a named function, response_format json_object/json_schema: they need constrained decoding)
+// are a clear 400, never silently ignored. Unknown fields are ignored, as OpenAI-compatible servers do
+// (clients send `user`, `store`, `metadata`, ...). No model, tokenizer or HTTP here.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -28,24 +28,24 @@ struct GenerationOptions {
   std::optional<int64_t> max_tokens;
   std::vector<std::string> stop;  // stop strings (non-empty), never part of the output
   bool stream = false;
-  bool include_usage = false;     // stream_options.include_usage
+  bool include_usage = false;  // stream_options.include_usage
   bool logprobs = false;
-  int top_logprobs = 0;           // 0..20 alternatives per token
+  int top_logprobs = 0;  // 0..20 alternatives per token
 };
 
 struct ChatRequest {
   std::string model;  // empty when not given
   // The messages as the template sees them: `content` made a string (text parts joined) or null.
   Json messages = Json::array();
-  Json tools;                     // the request's tools array, or null when none were given
-  bool parse_tool_calls = false;  // tools given and tool_choice is "auto"
+  Json tools;                             // the request's tools array, or null when none were given
+  bool parse_tool_calls = false;          // tools given and tool_choice is "auto"
   Json template_kwargs = Json::object();  // chat_template_kwargs
   GenerationOptions gen;
 };
 
 struct CompletionRequest {
   std::string model;
-  std::string prompt;                         // a text prompt, or
+  std::string prompt;                                 // a text prompt, or
   std::optional<std::vector<int32_t>> prompt_tokens;  // a prompt given as token ids
   GenerationOptions gen;
 };

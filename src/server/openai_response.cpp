@@ -27,7 +27,9 @@ std::string new_response_id(const char* prefix) {
   return id;
 }
 
-std::string sse_event(const Json& body) { return "data: " + chat::dump_json(body) + "\n\n"; }
+std::string sse_event(const Json& body) {
+  return "data: " + chat::dump_json(body) + "\n\n";
+}
 
 ResponseFormatter::ResponseFormatter(Kind kind, std::string model, const tokenizer::Tokenizer& tokenizer,
                                      bool logprobs, int top_logprobs)
@@ -42,7 +44,10 @@ ResponseFormatter::ResponseFormatter(Kind kind, std::string model, const tokeniz
       top_logprobs_(top_logprobs) {}
 
 Json ResponseFormatter::envelope(const char* object) const {
-  return Json{{"id", id_}, {"object", object}, {"created", created_}, {"model", model_},
+  return Json{{"id", id_},
+              {"object", object},
+              {"created", created_},
+              {"model", model_},
               {"system_fingerprint", "keel"}};
 }
 
@@ -83,7 +88,9 @@ Json ResponseFormatter::text_logprobs(std::span<const GeneratedToken> tokens, si
     offsets.push_back(text_offset);
     text_offset += text.size();
   }
-  return Json{{"tokens", std::move(toks)}, {"token_logprobs", std::move(lps)}, {"top_logprobs", std::move(tops)},
+  return Json{{"tokens", std::move(toks)},
+              {"token_logprobs", std::move(lps)},
+              {"top_logprobs", std::move(tops)},
               {"text_offset", std::move(offsets)}};
 }
 
@@ -107,8 +114,12 @@ std::optional<Json> ResponseFormatter::chat_delta_chunk(std::span<const chat::Ou
   Json calls = Json::array();
   for (const chat::OutputEvent& e : events) {
     switch (e.kind) {
-      case chat::OutputEvent::Kind::content: content += e.text; break;
-      case chat::OutputEvent::Kind::reasoning: reasoning += e.text; break;
+      case chat::OutputEvent::Kind::content:
+        content += e.text;
+        break;
+      case chat::OutputEvent::Kind::reasoning:
+        reasoning += e.text;
+        break;
       case chat::OutputEvent::Kind::tool_call_begin:
         calls.push_back(Json{{"index", e.tool_index},
                              {"id", e.id},
@@ -140,8 +151,8 @@ std::optional<Json> ResponseFormatter::chat_delta_chunk(std::span<const chat::Ou
 
 Json ResponseFormatter::chat_finish_chunk(const char* finish_reason, bool usage_null) const {
   Json c = envelope("chat.completion.chunk");
-  c["choices"] = Json::array(
-      {Json{{"index", 0}, {"delta", Json::object()}, {"logprobs", nullptr}, {"finish_reason", finish_reason}}});
+  c["choices"] = Json::array({Json{
+      {"index", 0}, {"delta", Json::object()}, {"logprobs", nullptr}, {"finish_reason", finish_reason}}});
   if (usage_null) c["usage"] = nullptr;
   return c;
 }
@@ -167,10 +178,11 @@ Json ResponseFormatter::chat_completion(const chat::FinalMessage& message, const
 Json ResponseFormatter::text_chunk(const std::string& text, std::span<const GeneratedToken> tokens,
                                    const char* finish_reason, bool usage_null) const {
   Json c = envelope("text_completion");
-  c["choices"] = Json::array({Json{{"index", 0},
-                                   {"text", text},
-                                   {"logprobs", logprobs_ && !tokens.empty() ? text_logprobs(tokens, 0) : Json()},
-                                   {"finish_reason", finish_reason ? Json(finish_reason) : Json()}}});
+  c["choices"] =
+      Json::array({Json{{"index", 0},
+                        {"text", text},
+                        {"logprobs", logprobs_ && !tokens.empty() ? text_logprobs(tokens, 0) : Json()},
+                        {"finish_reason", finish_reason ? Json(finish_reason) : Json()}}});
   if (usage_null) c["usage"] = nullptr;
   return c;
 }

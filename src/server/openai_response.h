@@ -48,8 +48,8 @@ class ResponseFormatter {
   // Text completions: a chunk per text delta; the final body.
   Json text_chunk(const std::string& text, std::span<const GeneratedToken> tokens, const char* finish_reason,
                   bool usage_null) const;
-  Json text_completion(const std::string& text, const char* finish_reason, std::span<const GeneratedToken> tokens,
-                       const Usage& usage) const;
+  Json text_completion(const std::string& text, const char* finish_reason,
+                       std::span<const GeneratedToken> tokens, const Usage& usage) const;
 
   // Chat logprobs: {"content": [{"token", "logprob", "bytes", "top_logprobs": [...]}, ...]}.
   Json chat_logprobs(std::span<const GeneratedToken> tokens) const;

@@ -22,7 +22,8 @@ void AddedVocabulary::Trie::insert(std::string_view pattern, int32_t token) {
     }
   }
   first_byte[static_cast<uint8_t>(pattern[0])] = true;
-  if (nodes[static_cast<size_t>(node)].token < 0) nodes[static_cast<size_t>(node)].token = token;  // first one wins
+  if (nodes[static_cast<size_t>(node)].token < 0)
+    nodes[static_cast<size_t>(node)].token = token;  // first one wins
 }
 
 std::pair<size_t, int32_t> AddedVocabulary::Trie::longest_at(std::string_view s, size_t pos) const {
@@ -64,7 +65,8 @@ AddedVocabulary::AddedVocabulary(std::vector<AddedToken> tokens, const Normalize
 }
 
 const AddedToken* AddedVocabulary::find(TokenId id) const {
-  if (id < 0 || static_cast<size_t>(id) >= by_id_.size() || by_id_[static_cast<size_t>(id)] < 0) return nullptr;
+  if (id < 0 || static_cast<size_t>(id) >= by_id_.size() || by_id_[static_cast<size_t>(id)] < 0)
+    return nullptr;
   return &tokens_[static_cast<size_t>(by_id_[static_cast<size_t>(id)])];
 }
 

@@ -1,7 +1,7 @@
-// tokenizer.json "added_tokens": tokens matched in the raw text before the model sees it. Matching follows the
-// Rust library: leftmost-longest over all tokens of one kind (normalized=false tokens against the raw text,
-// normalized=true tokens against the normalized text), then single_word / lstrip / rstrip. A match that is
-// rejected (single_word, or a special token when specials are not allowed) still consumes its span.
+// tokenizer.json "added_tokens": tokens matched in the raw text before the model sees it. Matching follows
+// the Rust library: leftmost-longest over all tokens of one kind (normalized=false tokens against the raw
+// text, normalized=true tokens against the normalized text), then single_word / lstrip / rstrip. A match that
+// is rejected (single_word, or a special token when specials are not allowed) still consumes its span.
 #pragma once
 #include <string>
 #include <string_view>

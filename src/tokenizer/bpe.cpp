@@ -13,7 +13,9 @@ struct BpeModel::Cache {
   std::unordered_map<std::string, std::vector<TokenId>, StringHash, std::equal_to<>> words;
 };
 
-BpeModel::BpeModel() : cache_(std::make_unique<Cache>()) { std::fill(std::begin(byte_ids_), std::end(byte_ids_), -1); }
+BpeModel::BpeModel() : cache_(std::make_unique<Cache>()) {
+  std::fill(std::begin(byte_ids_), std::end(byte_ids_), -1);
+}
 BpeModel::BpeModel(BpeModel&&) noexcept = default;
 BpeModel& BpeModel::operator=(BpeModel&&) noexcept = default;
 BpeModel::~BpeModel() = default;
@@ -21,21 +23,24 @@ BpeModel::~BpeModel() = default;
 BpeModel BpeModel::from_json(const json& model, const std::string& where) {
   BpeModel m;
   const json& vocab = json_required(model, "vocab", where);
-  if (!vocab.is_object()) throw_error(ErrorCode::invalid_file, "{}.vocab: expected an object of token: id", where);
+  if (!vocab.is_object())
+    throw_error(ErrorCode::invalid_file, "{}.vocab: expected an object of token: id", where);
   m.vocab_.reserve(vocab.size());
   TokenId max_id = -1;
   for (auto it = vocab.begin(); it != vocab.end(); ++it) {
-    if (!it.value().is_number_integer() || it.value().get<int64_t>() < 0 || it.value().get<int64_t>() >= (1 << 30))
-      throw_error(ErrorCode::invalid_file, "{}.vocab[\"{}\"]: expected an id in [0, 2^30), got {}", where, it.key(),
-                  json_preview(it.value()));
+    if (!it.value().is_number_integer() || it.value().get<int64_t>() < 0 ||
+        it.value().get<int64_t>() >= (1 << 30))
+      throw_error(ErrorCode::invalid_file, "{}.vocab[\"{}\"]: expected an id in [0, 2^30), got {}", where,
+                  it.key(), json_preview(it.value()));
     const auto id = static_cast<TokenId>(it.value().get<int64_t>());
     m.vocab_.insert_or_assign(it.key(), id);
     max_id = std::max(max_id, id);
   }
   // Ids index dense tables: a vocab whose ids run far past its size is refused rather than allocated.
   if (max_id >= static_cast<TokenId>(2 * m.vocab_.size() + 65536))
-    throw_error(ErrorCode::invalid_file, "{}.vocab: id {} is far beyond the vocabulary's {} entries (ids must be dense)",
-                where, max_id, m.vocab_.size());
+    throw_error(ErrorCode::invalid_file,
+                "{}.vocab: id {} is far beyond the vocabulary's {} entries (ids must be dense)", where,
+                max_id, m.vocab_.size());
   m.id_to_token_.resize(static_cast<size_t>(max_id + 1));
   m.has_id_.assign(static_cast<size_t>(max_id + 1), 0);
   for (const auto& [token, id] : m.vocab_) {
@@ -45,8 +50,9 @@ BpeModel BpeModel::from_json(const json& model, const std::string& where) {
 
   if (auto dropout = model.find("dropout"); dropout != model.end() && !dropout->is_null()) {
     if (!dropout->is_number() || dropout->get<double>() != 0.0)
-      throw_error(ErrorCode::unsupported, "{}.dropout: BPE dropout {} is not supported (inference is deterministic)",
-                  where, json_preview(*dropout));
+      throw_error(ErrorCode::unsupported,
+                  "{}.dropout: BPE dropout {} is not supported (inference is deterministic)", where,
+                  json_preview(*dropout));
   }
   m.prefix_ = json_optional_string(model, "continuing_subword_prefix", where).value_or("");
   m.suffix_ = json_optional_string(model, "end_of_word_suffix", where).value_or("");
@@ -81,16 +87,16 @@ BpeModel BpeModel::from_json(const json& model, const std::string& where) {
       const std::string& s = e.get_ref<const std::string&>();
       const size_t space = s.find(' ');
       if (space == std::string::npos || s.find(' ', space + 1) != std::string::npos)
-        throw_error(ErrorCode::invalid_file, "{}.merges[{}]: expected \"a b\" (two tokens, one space), got \"{}\"",
-                    where, rank, s);
+        throw_error(ErrorCode::invalid_file,
+                    "{}.merges[{}]: expected \"a b\" (two tokens, one space), got \"{}\"", where, rank, s);
       a = s.substr(0, space);
       b = s.substr(space + 1);
     } else if (e.is_array() && e.size() == 2 && e[0].is_string() && e[1].is_string()) {
       a = e[0].get<std::string>();
       b = e[1].get<std::string>();
     } else {
-      throw_error(ErrorCode::invalid_file, "{}.merges[{}]: expected \"a b\" or [\"a\", \"b\"], got {}", where, rank,
-                  json_preview(e));
+      throw_error(ErrorCode::invalid_file, "{}.merges[{}]: expected \"a b\" or [\"a\", \"b\"], got {}", where,
+                  rank, json_preview(e));
     }
     auto ia = m.vocab_.find(a), ib = m.vocab_.find(b);
     if (ia == m.vocab_.end() || ib == m.vocab_.end())
@@ -99,9 +105,10 @@ BpeModel BpeModel::from_json(const json& model, const std::string& where) {
     const std::string merged = a + b.substr(std::min(m.prefix_.size(), b.size()));
     auto im = m.vocab_.find(merged);
     if (im == m.vocab_.end())
-      throw_error(ErrorCode::invalid_file, "{}.merges[{}]: merged token \"{}\" is not in the vocab", where, rank,
-                  merged);
-    m.merges_.insert_or_assign(pair_key(ia->second, ib->second), Merge{static_cast<uint32_t>(rank), im->second});
+      throw_error(ErrorCode::invalid_file, "{}.merges[{}]: merged token \"{}\" is not in the vocab", where,
+                  rank, merged);
+    m.merges_.insert_or_assign(pair_key(ia->second, ib->second),
+                               Merge{static_cast<uint32_t>(rank), im->second});
   }
   return m;
 }
@@ -118,11 +125,13 @@ std::optional<TokenId> BpeModel::token_to_id(std::string_view token) const {
 }
 
 const std::string* BpeModel::id_to_token(TokenId id) const {
-  if (id < 0 || static_cast<size_t>(id) >= id_to_token_.size() || !has_id_[static_cast<size_t>(id)]) return nullptr;
+  if (id < 0 || static_cast<size_t>(id) >= id_to_token_.size() || !has_id_[static_cast<size_t>(id)])
+    return nullptr;
   return &id_to_token_[static_cast<size_t>(id)];
 }
 
-TokenId BpeModel::char_id(std::string_view ch, char32_t cp, bool first, bool last, std::string& scratch) const {
+TokenId BpeModel::char_id(std::string_view ch, char32_t cp, bool first, bool last,
+                          std::string& scratch) const {
   const bool affixed = (!first && !prefix_.empty()) || (last && !suffix_.empty());
   if (!affixed) {
     if (cp < 0x10000) return bmp_char_ids_[cp];
@@ -263,7 +272,8 @@ void BpeModel::encode(std::string_view piece, std::vector<TokenId>& out) const {
   if (cacheable) {
     std::lock_guard<std::mutex> lock(cache_->mutex);
     if (cache_->words.size() < kCacheCapacity)
-      cache_->words.emplace(std::string(piece), std::vector<TokenId>(out.begin() + static_cast<ptrdiff_t>(first), out.end()));
+      cache_->words.emplace(std::string(piece),
+                            std::vector<TokenId>(out.begin() + static_cast<ptrdiff_t>(first), out.end()));
   }
 }
 

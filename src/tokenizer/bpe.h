@@ -1,7 +1,7 @@
 // The tokenizer.json "model" of type BPE: vocab, ranked merges, unk / byte_fallback / fuse_unk,
-// continuing_subword_prefix, end_of_word_suffix, ignore_merges. Merges are applied by rank with a min-heap over
-// a linked list of symbols (the Rust library's algorithm, so ties break the same way); results for pieces shorter
-// than kCacheMaxBytes are cached.
+// continuing_subword_prefix, end_of_word_suffix, ignore_merges. Merges are applied by rank with a min-heap
+// over a linked list of symbols (the Rust library's algorithm, so ties break the same way); results for
+// pieces shorter than kCacheMaxBytes are cached.
 #pragma once
 #include <cstdint>
 #include <memory>

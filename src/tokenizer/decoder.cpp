@@ -40,7 +40,8 @@ void Decoder::parse_into(const json& j, const std::string& where, std::vector<St
     step.kind = Kind::strip;
     step.content = json_char(j, "content", where);
     const int64_t start = json_int(j, "start", 0, where), stop = json_int(j, "stop", 0, where);
-    if (start < 0 || stop < 0) throw_error(ErrorCode::invalid_file, "{}: Strip start/stop must not be negative", where);
+    if (start < 0 || stop < 0)
+      throw_error(ErrorCode::invalid_file, "{}: Strip start/stop must not be negative", where);
     step.start = static_cast<size_t>(start);
     step.stop = static_cast<size_t>(stop);
   } else if (type == "Replace") {
@@ -49,7 +50,8 @@ void Decoder::parse_into(const json& j, const std::string& where, std::vector<St
     step.replacement = json_string(j, "content", where);
   } else {
     throw_error(ErrorCode::unsupported,
-                "{}: decoder type \"{}\" is not supported (keel reads ByteLevel, Metaspace, ByteFallback, Fuse, Strip, "
+                "{}: decoder type \"{}\" is not supported (keel reads ByteLevel, Metaspace, ByteFallback, "
+                "Fuse, Strip, "
                 "Replace, Sequence)",
                 where, type);
   }
@@ -68,7 +70,10 @@ static int byte_token_value(const std::string& t) {
   int v = 0;
   for (size_t i = 3; i < 5; ++i) {
     const char c = t[i];
-    const int d = (c >= '0' && c <= '9') ? c - '0' : (c >= 'A' && c <= 'F') ? c - 'A' + 10 : (c >= 'a' && c <= 'f') ? c - 'a' + 10 : -1;
+    const int d = (c >= '0' && c <= '9')   ? c - '0'
+                  : (c >= 'A' && c <= 'F') ? c - 'A' + 10
+                  : (c >= 'a' && c <= 'f') ? c - 'a' + 10
+                                           : -1;
     if (d < 0) return -1;
     v = v * 16 + d;
   }
@@ -155,7 +160,8 @@ void Decoder::apply(const Step& step, std::vector<std::string>& tokens) {
         while (cut_start < step.start && cut_start < chars.size() && chars[cut_start].second == step.content)
           ++cut_start;
         size_t cut_stop = chars.size();
-        for (size_t k = 0; k < step.stop && cut_stop > cut_start && chars[cut_stop - 1].second == step.content; ++k)
+        for (size_t k = 0;
+             k < step.stop && cut_stop > cut_start && chars[cut_stop - 1].second == step.content; ++k)
           --cut_stop;
         const size_t b0 = cut_start < chars.size() ? chars[cut_start].first : t.size();
         const size_t b1 = cut_stop < chars.size() ? chars[cut_stop].first : t.size();

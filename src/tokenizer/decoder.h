@@ -1,5 +1,6 @@
-// tokenizer.json "decoder": ByteLevel, Metaspace, ByteFallback, Fuse, Strip, Replace, Sequence. A decoder turns the
-// token strings of a sequence into text; without one, tokens are joined with spaces (as the Rust library does).
+// tokenizer.json "decoder": ByteLevel, Metaspace, ByteFallback, Fuse, Strip, Replace, Sequence. A decoder
+// turns the token strings of a sequence into text; without one, tokens are joined with spaces (as the Rust
+// library does).
 #pragma once
 #include <string>
 #include <vector>
@@ -21,14 +22,13 @@ class Decoder {
   enum class Kind { byte_level, metaspace, byte_fallback, fuse, strip, replace };
   struct Step {
     Kind kind;
-    char32_t content = 0;         // metaspace replacement, strip content
-    bool prepend = true;          // metaspace: prepend_scheme != never
-    size_t start = 0, stop = 0;   // strip counts
-    Pattern pattern;              // replace
-    std::string replacement;      // replace
+    char32_t content = 0;        // metaspace replacement, strip content
+    bool prepend = true;         // metaspace: prepend_scheme != never
+    size_t start = 0, stop = 0;  // strip counts
+    Pattern pattern;             // replace
+    std::string replacement;     // replace
   };
-  static void parse_into(const json& j, const std::string& where, std::vector<Step>& steps,
-                         int depth = 0);
+  static void parse_into(const json& j, const std::string& where, std::vector<Step>& steps, int depth = 0);
   static void apply(const Step& step, std::vector<std::string>& tokens);
   bool present_ = false;
   std::vector<Step> steps_;

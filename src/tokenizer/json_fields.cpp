@@ -19,7 +19,8 @@ void check_nesting(int depth, const std::string& where) {
 }
 
 const json& json_required(const json& obj, std::string_view key, const std::string& where) {
-  if (!obj.is_object()) throw_error(ErrorCode::invalid_file, "{}: expected an object, got {}", where, json_preview(obj));
+  if (!obj.is_object())
+    throw_error(ErrorCode::invalid_file, "{}: expected an object, got {}", where, json_preview(obj));
   auto it = obj.find(key);
   if (it == obj.end()) throw_error(ErrorCode::invalid_file, "{}: missing field \"{}\"", where, key);
   return *it;
@@ -27,7 +28,8 @@ const json& json_required(const json& obj, std::string_view key, const std::stri
 
 std::string json_type(const json& obj, const std::string& where) {
   const json& t = json_required(obj, "type", where);
-  if (!t.is_string()) throw_error(ErrorCode::invalid_file, "{}.type: expected a string, got {}", where, json_preview(t));
+  if (!t.is_string())
+    throw_error(ErrorCode::invalid_file, "{}.type: expected a string, got {}", where, json_preview(t));
   return t.get<std::string>();
 }
 
@@ -35,7 +37,8 @@ bool json_bool(const json& obj, std::string_view key, bool fallback, const std::
   auto it = obj.find(key);
   if (it == obj.end() || it->is_null()) return fallback;
   if (!it->is_boolean())
-    throw_error(ErrorCode::invalid_file, "{}.{}: expected true or false, got {}", where, key, json_preview(*it));
+    throw_error(ErrorCode::invalid_file, "{}.{}: expected true or false, got {}", where, key,
+                json_preview(*it));
   return it->get<bool>();
 }
 
@@ -49,15 +52,18 @@ int64_t json_int(const json& obj, std::string_view key, int64_t fallback, const 
 
 std::string json_string(const json& obj, std::string_view key, const std::string& where) {
   const json& v = json_required(obj, key, where);
-  if (!v.is_string()) throw_error(ErrorCode::invalid_file, "{}.{}: expected a string, got {}", where, key, json_preview(v));
+  if (!v.is_string())
+    throw_error(ErrorCode::invalid_file, "{}.{}: expected a string, got {}", where, key, json_preview(v));
   return v.get<std::string>();
 }
 
-std::optional<std::string> json_optional_string(const json& obj, std::string_view key, const std::string& where) {
+std::optional<std::string> json_optional_string(const json& obj, std::string_view key,
+                                                const std::string& where) {
   auto it = obj.find(key);
   if (it == obj.end() || it->is_null()) return std::nullopt;
   if (!it->is_string())
-    throw_error(ErrorCode::invalid_file, "{}.{}: expected a string or null, got {}", where, key, json_preview(*it));
+    throw_error(ErrorCode::invalid_file, "{}.{}: expected a string or null, got {}", where, key,
+                json_preview(*it));
   return it->get<std::string>();
 }
 

@@ -2,7 +2,6 @@
 // `where` is the path of the object being read, file first: "models/x/tokenizer.json: pre_tokenizer".
 #pragma once
 #include <nlohmann/json.hpp>
-
 #include <optional>
 #include <string>
 #include <string_view>
@@ -24,7 +23,8 @@ bool json_bool(const json& obj, std::string_view key, bool fallback, const std::
 int64_t json_int(const json& obj, std::string_view key, int64_t fallback, const std::string& where);
 std::string json_string(const json& obj, std::string_view key, const std::string& where);  // required
 // Absent or null → nullopt.
-std::optional<std::string> json_optional_string(const json& obj, std::string_view key, const std::string& where);
+std::optional<std::string> json_optional_string(const json& obj, std::string_view key,
+                                                const std::string& where);
 // The single character of a string field (Metaspace's replacement, Strip's content).
 char32_t json_char(const json& obj, std::string_view key, const std::string& where);
 

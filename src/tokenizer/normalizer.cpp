@@ -42,10 +42,11 @@ void Normalizer::parse_into(const json& j, const std::string& where, std::vector
     step.kind = Kind::prepend;
     step.content = json_string(j, "prepend", where);
   } else {
-    throw_error(ErrorCode::unsupported,
-                "{}: normalizer type \"{}\" is not supported (keel reads NFC, NFD, NFKC, NFKD, Lowercase, Strip, "
-                "StripAccents, Replace, Prepend, Sequence)",
-                where, type);
+    throw_error(
+        ErrorCode::unsupported,
+        "{}: normalizer type \"{}\" is not supported (keel reads NFC, NFD, NFKC, NFKD, Lowercase, Strip, "
+        "StripAccents, Replace, Prepend, Sequence)",
+        where, type);
   }
   steps.push_back(std::move(step));
 }
@@ -86,10 +87,18 @@ std::string Normalizer::apply(std::string_view input) const {
   std::string s(input);
   for (const Step& step : steps_) {
     switch (step.kind) {
-      case Kind::unicode: s = normalize(s, step.form); break;
-      case Kind::lowercase: s = lowercase(s); break;
-      case Kind::strip: s = strip_whitespace(s, step.strip_left, step.strip_right); break;
-      case Kind::strip_accents: s = strip_marks(s); break;
+      case Kind::unicode:
+        s = normalize(s, step.form);
+        break;
+      case Kind::lowercase:
+        s = lowercase(s);
+        break;
+      case Kind::strip:
+        s = strip_whitespace(s, step.strip_left, step.strip_right);
+        break;
+      case Kind::strip_accents:
+        s = strip_marks(s);
+        break;
       case Kind::prepend:
         if (!s.empty()) s = step.content + s;
         break;

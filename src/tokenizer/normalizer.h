@@ -1,5 +1,5 @@
-// tokenizer.json "normalizer": NFC, NFD, NFKC, NFKD, Lowercase, Strip, StripAccents, Replace, Prepend, Sequence.
-// A normalizer maps a string to a string; it runs on each stretch of text between added tokens.
+// tokenizer.json "normalizer": NFC, NFD, NFKC, NFKD, Lowercase, Strip, StripAccents, Replace, Prepend,
+// Sequence. A normalizer maps a string to a string; it runs on each stretch of text between added tokens.
 #pragma once
 #include <string>
 #include <string_view>
@@ -28,8 +28,7 @@ class Normalizer {
     Pattern pattern;
     std::string content;  // Replace's replacement, Prepend's prefix
   };
-  static void parse_into(const json& j, const std::string& where, std::vector<Step>& steps,
-                         int depth = 0);
+  static void parse_into(const json& j, const std::string& where, std::vector<Step>& steps, int depth = 0);
   std::vector<Step> steps_;
 };
 

@@ -1,10 +1,9 @@
 #include "tokenizer/pattern.h"
 
-#include "tokenizer/json_fields.h"
-
 #include <algorithm>
 
 #include "core/error.h"
+#include "tokenizer/json_fields.h"
 #include "tokenizer/unicode.h"
 
 namespace keel::tokenizer {
@@ -16,8 +15,8 @@ Pattern Pattern::from_json(const nlohmann::json& j, const std::string& what) {
   } else if (j.is_object() && j.size() == 1 && j.contains("Regex") && j["Regex"].is_string()) {
     p.regex_ = std::make_shared<Regex>(j["Regex"].get<std::string>(), what);
   } else {
-    throw_error(ErrorCode::invalid_file, "{}: expected {{\"String\": ...}} or {{\"Regex\": ...}}, got {}", what,
-                json_preview(j));
+    throw_error(ErrorCode::invalid_file, "{}: expected {{\"String\": ...}} or {{\"Regex\": ...}}, got {}",
+                what, json_preview(j));
   }
   return p;
 }
@@ -82,13 +81,15 @@ SplitBehavior split_behavior_from_json(const nlohmann::json& j, const std::strin
   if (b == "MergedWithPrevious") return SplitBehavior::merged_with_previous;
   if (b == "MergedWithNext") return SplitBehavior::merged_with_next;
   if (b == "Contiguous") return SplitBehavior::contiguous;
-  throw_error(ErrorCode::invalid_file,
-              "{}: unknown split behavior {} (expected Removed, Isolated, MergedWithPrevious, MergedWithNext or "
-              "Contiguous)",
-              what, json_preview(j));
+  throw_error(
+      ErrorCode::invalid_file,
+      "{}: unknown split behavior {} (expected Removed, Isolated, MergedWithPrevious, MergedWithNext or "
+      "Contiguous)",
+      what, json_preview(j));
 }
 
-std::vector<std::pair<size_t, size_t>> split_spans(std::vector<Span> spans, SplitBehavior behavior, bool invert) {
+std::vector<std::pair<size_t, size_t>> split_spans(std::vector<Span> spans, SplitBehavior behavior,
+                                                   bool invert) {
   if (invert)
     for (auto& sp : spans) sp.is_match = !sp.is_match;
   // (range, remove) pairs, as the Rust NormalizedString::split builds them.

@@ -1,13 +1,13 @@
-// What a Split pre-tokenizer, a Replace normalizer or a Replace decoder looks for: a literal string or a regex
-// (tokenizer.json `{"String": ...}` / `{"Regex": ...}`), and the Hugging Face split behaviours built on it.
+// What a Split pre-tokenizer, a Replace normalizer or a Replace decoder looks for: a literal string or a
+// regex (tokenizer.json `{"String": ...}` / `{"Regex": ...}`), and the Hugging Face split behaviours built on
+// it.
 #pragma once
 #include <functional>
 #include <memory>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 #include "tokenizer/regex.h"
 
@@ -45,6 +45,7 @@ SplitBehavior split_behavior_from_json(const nlohmann::json& j, const std::strin
 
 // NormalizedString::split: the non-empty pieces [start, end) of s given the spans and the behaviour; `invert`
 // flips which spans count as matches.
-std::vector<std::pair<size_t, size_t>> split_spans(std::vector<Span> spans, SplitBehavior behavior, bool invert);
+std::vector<std::pair<size_t, size_t>> split_spans(std::vector<Span> spans, SplitBehavior behavior,
+                                                   bool invert);
 
 }  // namespace keel::tokenizer

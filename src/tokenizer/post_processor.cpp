@@ -14,7 +14,8 @@ PostProcessor PostProcessor::from_json(const json& j, const std::string& where) 
 static TokenId pair_id(const json& obj, const char* key, const std::string& where) {
   const json& v = json_required(obj, key, where);
   if (!v.is_array() || v.size() != 2 || !v[1].is_number_integer())
-    throw_error(ErrorCode::invalid_file, "{}.{}: expected [\"token\", id], got {}", where, key, json_preview(v));
+    throw_error(ErrorCode::invalid_file, "{}.{}: expected [\"token\", id], got {}", where, key,
+                json_preview(v));
   return v[1].get<TokenId>();
 }
 
@@ -44,24 +45,28 @@ void PostProcessor::parse_into(const json& j, const std::string& where,
       } else if (item.is_object() && item.contains("SpecialToken")) {
         const std::string name = json_string(item["SpecialToken"], "id", w + ".SpecialToken");
         if (!specials.is_object() || !specials.contains(name))
-          throw_error(ErrorCode::invalid_file, "{}: special token \"{}\" is not in {}.special_tokens", w, name, where);
+          throw_error(ErrorCode::invalid_file, "{}: special token \"{}\" is not in {}.special_tokens", w,
+                      name, where);
         const json& ids = json_required(specials[name], "ids", where + ".special_tokens." + name);
-        if (!ids.is_array()) throw_error(ErrorCode::invalid_file, "{}.special_tokens.{}.ids: expected an array", where, name);
+        if (!ids.is_array())
+          throw_error(ErrorCode::invalid_file, "{}.special_tokens.{}.ids: expected an array", where, name);
         for (const json& id : ids) {
           if (!id.is_number_integer())
             throw_error(ErrorCode::invalid_file, "{}.special_tokens.{}.ids: expected integers", where, name);
           t.push_back(id.get<TokenId>());
         }
       } else {
-        throw_error(ErrorCode::invalid_file, "{}: expected {{\"Sequence\": ...}} or {{\"SpecialToken\": ...}}", w);
+        throw_error(ErrorCode::invalid_file,
+                    "{}: expected {{\"Sequence\": ...}} or {{\"SpecialToken\": ...}}", w);
       }
     }
     templates.push_back(std::move(t));
   } else {
-    throw_error(ErrorCode::unsupported,
-                "{}: post-processor type \"{}\" is not supported (keel reads TemplateProcessing, BertProcessing, "
-                "RobertaProcessing, ByteLevel, Sequence)",
-                where, type);
+    throw_error(
+        ErrorCode::unsupported,
+        "{}: post-processor type \"{}\" is not supported (keel reads TemplateProcessing, BertProcessing, "
+        "RobertaProcessing, ByteLevel, Sequence)",
+        where, type);
   }
 }
 

@@ -1,5 +1,6 @@
-// tokenizer.json "post_processor" for a single sequence: TemplateProcessing, BertProcessing, RobertaProcessing,
-// ByteLevel (no change to ids) and Sequence. Used only when encode is asked to add special tokens.
+// tokenizer.json "post_processor" for a single sequence: TemplateProcessing, BertProcessing,
+// RobertaProcessing, ByteLevel (no change to ids) and Sequence. Used only when encode is asked to add special
+// tokens.
 #pragma once
 #include <string>
 #include <vector>
@@ -18,8 +19,8 @@ class PostProcessor {
  private:
   // The single-sequence template: ids to emit, with kSequence standing for the encoded text.
   static constexpr TokenId kSequence = -1;
-  static void parse_into(const json& j, const std::string& where, std::vector<std::vector<TokenId>>& templates,
-                         int depth = 0);
+  static void parse_into(const json& j, const std::string& where,
+                         std::vector<std::vector<TokenId>>& templates, int depth = 0);
   std::vector<std::vector<TokenId>> templates_;  // applied in order (Sequence)
 };
 

@@ -35,16 +35,21 @@ const Regex& gpt2_regex() {
   return re;
 }
 
-void push_pieces(const Piece& piece, const std::vector<std::pair<size_t, size_t>>& ranges, std::vector<Piece>& out) {
+void push_pieces(const Piece& piece, const std::vector<std::pair<size_t, size_t>>& ranges,
+                 std::vector<Piece>& out) {
   for (const auto& [start, end] : ranges)
     out.push_back({piece.text.substr(start, end - start), piece.at_start && start == 0});
 }
 
 }  // namespace
 
-const std::string& byte_level_char(uint8_t byte) { return byte_level_tables().chars[byte]; }
+const std::string& byte_level_char(uint8_t byte) {
+  return byte_level_tables().chars[byte];
+}
 
-int byte_level_byte(char32_t cp) { return cp < 0x144 ? byte_level_tables().bytes[cp] : -1; }
+int byte_level_byte(char32_t cp) {
+  return cp < 0x144 ? byte_level_tables().bytes[cp] : -1;
+}
 
 std::string byte_level_encode(std::string_view bytes) {
   const auto& t = byte_level_tables();
@@ -92,13 +97,13 @@ void PreTokenizer::parse_into(const json& j, const std::string& where, std::vect
     } else if (scheme == "first") {
       step.prepend = Prepend::first;
     } else {
-      throw_error(ErrorCode::invalid_file, "{}.prepend_scheme: expected always, never or first, got \"{}\"", where,
-                  scheme);
+      throw_error(ErrorCode::invalid_file, "{}.prepend_scheme: expected always, never or first, got \"{}\"",
+                  where, scheme);
     }
     if (j.contains("add_prefix_space") && !json_bool(j, "add_prefix_space", true, where)) {
       if (step.prepend != Prepend::never && j.contains("prepend_scheme"))
-        throw_error(ErrorCode::invalid_file, "{}: add_prefix_space false contradicts prepend_scheme \"{}\"", where,
-                    scheme);
+        throw_error(ErrorCode::invalid_file, "{}: add_prefix_space false contradicts prepend_scheme \"{}\"",
+                    where, scheme);
       step.prepend = Prepend::never;
     }
     step.metaspace_split = json_bool(j, "split", true, where);
@@ -112,14 +117,14 @@ void PreTokenizer::parse_into(const json& j, const std::string& where, std::vect
     step.kind = Kind::whitespace_split;
   } else if (type == "Punctuation") {
     step.kind = Kind::punctuation;
-    step.behavior = j.contains("behavior")
-                        ? split_behavior_from_json(j["behavior"], where + ".behavior")
-                        : SplitBehavior::isolated;
+    step.behavior = j.contains("behavior") ? split_behavior_from_json(j["behavior"], where + ".behavior")
+                                           : SplitBehavior::isolated;
   } else {
-    throw_error(ErrorCode::unsupported,
-                "{}: pre-tokenizer type \"{}\" is not supported (keel reads Split, ByteLevel, Metaspace, Digits, "
-                "Whitespace, WhitespaceSplit, Punctuation, Sequence)",
-                where, type);
+    throw_error(
+        ErrorCode::unsupported,
+        "{}: pre-tokenizer type \"{}\" is not supported (keel reads Split, ByteLevel, Metaspace, Digits, "
+        "Whitespace, WhitespaceSplit, Punctuation, Sequence)",
+        where, type);
   }
   steps.push_back(std::move(step));
 }
@@ -131,10 +136,11 @@ void PreTokenizer::apply_step(const Step& step, const Piece& piece, std::vector<
       push_pieces(piece, split_spans(step.pattern.find_matches(s), step.behavior, step.invert), out);
       return;
     case Kind::digits:
-      push_pieces(piece,
-                  split_spans(find_char_matches(s, is_numeric),
-                              step.individual_digits ? SplitBehavior::isolated : SplitBehavior::contiguous, false),
-                  out);
+      push_pieces(
+          piece,
+          split_spans(find_char_matches(s, is_numeric),
+                      step.individual_digits ? SplitBehavior::isolated : SplitBehavior::contiguous, false),
+          out);
       return;
     case Kind::whitespace: {
       std::vector<std::pair<size_t, size_t>> m;
@@ -145,7 +151,8 @@ void PreTokenizer::apply_step(const Step& step, const Piece& piece, std::vector<
       return;
     }
     case Kind::whitespace_split:
-      push_pieces(piece, split_spans(find_char_matches(s, is_whitespace), SplitBehavior::removed, false), out);
+      push_pieces(piece, split_spans(find_char_matches(s, is_whitespace), SplitBehavior::removed, false),
+                  out);
       return;
     case Kind::punctuation:
       push_pieces(piece, split_spans(find_char_matches(s, is_punctuation), step.behavior, false), out);
@@ -167,8 +174,9 @@ void PreTokenizer::apply_step(const Step& step, const Piece& piece, std::vector<
         return;
       }
       const char32_t rep = step.replacement_cp;
-      push_pieces(p, split_spans(find_char_matches(p.text, [rep](char32_t c) { return c == rep; }),
-                                 SplitBehavior::merged_with_next, false),
+      push_pieces(p,
+                  split_spans(find_char_matches(p.text, [rep](char32_t c) { return c == rep; }),
+                              SplitBehavior::merged_with_next, false),
                   out);
       return;
     }
@@ -182,7 +190,8 @@ void PreTokenizer::apply_step(const Step& step, const Piece& piece, std::vector<
       std::vector<std::pair<size_t, size_t>> m;
       gpt2_regex().find_all(p.text, m);
       const std::string_view v = p.text;
-      for (const auto& [start, end] : split_spans(spans_from_matches(v.size(), m), SplitBehavior::isolated, false))
+      for (const auto& [start, end] :
+           split_spans(spans_from_matches(v.size(), m), SplitBehavior::isolated, false))
         out.push_back({byte_level_encode(v.substr(start, end - start)), p.at_start && start == 0});
       return;
     }

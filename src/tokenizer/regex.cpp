@@ -12,10 +12,12 @@ namespace {
 
 // Unicode White_Space, as Oniguruma's \s.
 constexpr std::string_view kSpaceClass =
-    "\\x{9}-\\x{d}\\x{20}\\x{85}\\x{a0}\\x{1680}\\x{2000}-\\x{200a}\\x{2028}\\x{2029}\\x{202f}\\x{205f}\\x{3000}";
+    "\\x{9}-\\x{d}\\x{20}\\x{85}\\x{a0}\\x{1680}\\x{2000}-\\x{200a}\\x{2028}\\x{2029}\\x{202f}\\x{205f}\\x{"
+    "3000}";
 // Unicode Word (Alphabetic, marks, Nd, Pc, Join_Control), as Oniguruma's \w.
 constexpr std::string_view kWordClass =
-    "\\p{L}\\p{M}\\p{Nd}\\p{Nl}\\p{Pc}\\x{200c}\\x{200d}\\x{24b6}-\\x{24e9}\\x{1f130}-\\x{1f149}\\x{1f150}-\\x{1f169}"
+    "\\p{L}\\p{M}\\p{Nd}\\p{Nl}\\p{Pc}\\x{200c}\\x{200d}\\x{24b6}-\\x{24e9}\\x{1f130}-\\x{1f149}\\x{1f150}-"
+    "\\x{1f169}"
     "\\x{1f170}-\\x{1f189}";
 
 struct MatchDataDeleter {
@@ -86,7 +88,8 @@ struct Regex::Code {
   ~Code() { pcre2_code_free(code); }
 };
 
-Regex::Regex(std::string_view pattern, const std::string& what) : translated_(translate_onig_pattern(pattern)) {
+Regex::Regex(std::string_view pattern, const std::string& what)
+    : translated_(translate_onig_pattern(pattern)) {
   int err = 0;
   PCRE2_SIZE offset = 0;
   auto code = std::make_shared<Code>();
@@ -95,8 +98,8 @@ Regex::Regex(std::string_view pattern, const std::string& what) : translated_(tr
   if (code->code == nullptr) {
     PCRE2_UCHAR message[256];
     pcre2_get_error_message(err, message, sizeof(message));
-    throw_error(ErrorCode::invalid_file, "{}: regex does not compile at offset {}: {} (pattern {:?})", what, offset,
-                reinterpret_cast<const char*>(message), std::string(pattern));
+    throw_error(ErrorCode::invalid_file, "{}: regex does not compile at offset {}: {} (pattern {:?})", what,
+                offset, reinterpret_cast<const char*>(message), std::string(pattern));
   }
   code->jit = pcre2_jit_compile(code->code, PCRE2_JIT_COMPLETE) == 0;
   code_ = std::move(code);
@@ -109,8 +112,9 @@ void Regex::find_all(std::string_view s, std::vector<std::pair<size_t, size_t>>&
   bool have_last = false;
   size_t last_end = 0;
   while (start <= s.size()) {
-    const int rc = code_->jit ? pcre2_jit_match(code_->code, subject, s.size(), start, 0, md, nullptr)
-                              : pcre2_match(code_->code, subject, s.size(), start, PCRE2_NO_UTF_CHECK, md, nullptr);
+    const int rc = code_->jit
+                       ? pcre2_jit_match(code_->code, subject, s.size(), start, 0, md, nullptr)
+                       : pcre2_match(code_->code, subject, s.size(), start, PCRE2_NO_UTF_CHECK, md, nullptr);
     if (rc == PCRE2_ERROR_NOMATCH) break;
     if (rc < 0) {
       PCRE2_UCHAR message[256];

@@ -1,6 +1,6 @@
 // A PCRE2 regex (UTF + UCP, JIT where available) that matches as Oniguruma does in the Rust `tokenizers`
-// library: \s, \S, \w and \W are rewritten to Oniguruma's Unicode classes before compiling, and find_all steps
-// over empty matches the way onig's find_iter does.
+// library: \s, \S, \w and \W are rewritten to Oniguruma's Unicode classes before compiling, and find_all
+// steps over empty matches the way onig's find_iter does.
 #pragma once
 #include <memory>
 #include <string>
@@ -28,8 +28,8 @@ class Regex {
   std::string translated_;
 };
 
-// Oniguruma → PCRE2: \s/\S/\w/\W become explicit Unicode classes (PCRE2 10.42's UCP \s also matches U+180E and
-// its \w misses combining marks). Exposed for tests.
+// Oniguruma → PCRE2: \s/\S/\w/\W become explicit Unicode classes (PCRE2 10.42's UCP \s also matches U+180E
+// and its \w misses combining marks). Exposed for tests.
 std::string translate_onig_pattern(std::string_view pattern);
 
 }  // namespace keel::tokenizer

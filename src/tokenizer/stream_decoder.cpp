@@ -3,7 +3,9 @@
 namespace keel::tokenizer {
 
 StreamDecoder::StreamDecoder(const Tokenizer& tokenizer, bool skip_special)
-    : tokenizer_(&tokenizer), skip_special_(skip_special), byte_fallback_(tokenizer.decoder_has_byte_fallback()) {}
+    : tokenizer_(&tokenizer),
+      skip_special_(skip_special),
+      byte_fallback_(tokenizer.decoder_has_byte_fallback()) {}
 
 static bool ends_with_replacement(const std::string& s) {
   return s.size() >= 3 && s.compare(s.size() - 3, 3, "\xEF\xBF\xBD") == 0;

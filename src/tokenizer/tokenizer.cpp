@@ -51,7 +51,8 @@ std::vector<AddedToken> parse_added_tokens(const json& root, const std::string& 
     const std::string w = where + "[" + std::to_string(i) + "]";
     const json& id = json_required(t, "id", w);
     if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= id_limit)
-      throw_error(ErrorCode::invalid_file, "{}.id: expected an id in [0, {}), got {}", w, id_limit, json_preview(id));
+      throw_error(ErrorCode::invalid_file, "{}.id: expected an id in [0, {}), got {}", w, id_limit,
+                  json_preview(id));
     AddedToken a;
     a.id = id.get<TokenId>();
     a.content = json_string(t, "content", w);
@@ -71,8 +72,8 @@ std::optional<std::string> config_token(const json& config, const char* key, con
   if (it == config.end() || it->is_null()) return std::nullopt;
   if (it->is_string()) return it->get<std::string>();
   if (it->is_object()) return json_string(*it, "content", name + ": " + key);
-  throw_error(ErrorCode::invalid_file, "{}: {}: expected a string, {{\"content\": ...}} or null, got {}", name, key,
-              json_preview(*it));
+  throw_error(ErrorCode::invalid_file, "{}: {}: expected a string, {{\"content\": ...}} or null, got {}",
+              name, key, json_preview(*it));
 }
 
 }  // namespace
@@ -87,8 +88,9 @@ Tokenizer Tokenizer::load(const std::string& dir) {
     MappedFile cf(config_path);
     config.assign(reinterpret_cast<const char*>(cf.data()), static_cast<size_t>(cf.size()));
   }
-  return from_json(std::string_view(reinterpret_cast<const char*>(file.data()), static_cast<size_t>(file.size())),
-                   config, path);
+  return from_json(
+      std::string_view(reinterpret_cast<const char*>(file.data()), static_cast<size_t>(file.size())), config,
+      path);
 }
 
 Tokenizer Tokenizer::from_json(std::string_view tokenizer_json, std::string_view config_json,
@@ -103,8 +105,8 @@ Tokenizer Tokenizer::from_json(std::string_view tokenizer_json, std::string_view
   std::string type = model.is_object() && model.contains("type") ? json_type(model, model_where) : "";
   if (type.empty() && model.is_object() && model.contains("merges")) type = "BPE";  // untagged, as HF infers
   if (type != "BPE")
-    throw_error(ErrorCode::unsupported, "{}.type: model type \"{}\" is not supported (keel reads BPE)", model_where,
-                type);
+    throw_error(ErrorCode::unsupported, "{}.type: model type \"{}\" is not supported (keel reads BPE)",
+                model_where, type);
   impl->model = BpeModel::from_json(model, model_where);
 
   auto section = [&](const char* key) -> const json& {
@@ -130,7 +132,8 @@ Tokenizer Tokenizer::from_json(std::string_view tokenizer_json, std::string_view
       if (!content) return std::nullopt;
       auto id = tok.token_to_id(*content);
       if (!id)
-        throw_error(ErrorCode::invalid_file, "{}: {} \"{}\" is not a token of {}", config_name, key, *content, name);
+        throw_error(ErrorCode::invalid_file, "{}: {} \"{}\" is not a token of {}", config_name, key, *content,
+                    name);
       return id;
     };
     tok.impl_->bos = resolve("bos_token");
@@ -142,8 +145,8 @@ Tokenizer Tokenizer::from_json(std::string_view tokenizer_json, std::string_view
 
 std::vector<TokenId> Tokenizer::encode(std::string_view text, EncodeOptions options) const {
   if (const size_t bad = find_invalid_utf8(text); bad != std::string_view::npos)
-    throw_error(ErrorCode::invalid_argument, "tokenizer: text is not valid UTF-8 (byte {} of {}: 0x{:02X})", bad,
-                text.size(), static_cast<uint8_t>(text[bad]));
+    throw_error(ErrorCode::invalid_argument, "tokenizer: text is not valid UTF-8 (byte {} of {}: 0x{:02X})",
+                bad, text.size(), static_cast<uint8_t>(text[bad]));
   const Impl& t = *impl_;
   std::vector<TokenId> ids;
   ids.reserve(text.size() / 3 + 4);
@@ -165,7 +168,8 @@ std::vector<TokenId> Tokenizer::encode(std::string_view text, EncodeOptions opti
         continue;
       }
       std::vector<Piece> pieces;
-      pieces.push_back({std::string(normalized.substr(sub.start, sub.end - sub.start)), seg.start == 0 && sub.start == 0});
+      pieces.push_back(
+          {std::string(normalized.substr(sub.start, sub.end - sub.start)), seg.start == 0 && sub.start == 0});
       for (const Piece& p : t.pre_tokenizer.apply(std::move(pieces))) t.model.encode(p.text, ids);
     }
   }
@@ -216,11 +220,23 @@ bool Tokenizer::is_special(TokenId id) const {
   return a != nullptr && a->special;
 }
 
-const std::vector<AddedToken>& Tokenizer::added_tokens() const { return impl_->added.tokens(); }
-std::optional<TokenId> Tokenizer::bos_id() const { return impl_->bos; }
-std::optional<TokenId> Tokenizer::eos_id() const { return impl_->eos; }
-std::optional<TokenId> Tokenizer::pad_id() const { return impl_->pad; }
-void Tokenizer::clear_cache() const { impl_->model.clear_cache(); }
-bool Tokenizer::decoder_has_byte_fallback() const { return impl_->decoder.has_byte_fallback(); }
+const std::vector<AddedToken>& Tokenizer::added_tokens() const {
+  return impl_->added.tokens();
+}
+std::optional<TokenId> Tokenizer::bos_id() const {
+  return impl_->bos;
+}
+std::optional<TokenId> Tokenizer::eos_id() const {
+  return impl_->eos;
+}
+std::optional<TokenId> Tokenizer::pad_id() const {
+  return impl_->pad;
+}
+void Tokenizer::clear_cache() const {
+  impl_->model.clear_cache();
+}
+bool Tokenizer::decoder_has_byte_fallback() const {
+  return impl_->decoder.has_byte_fallback();
+}
 
 }  // namespace keel::tokenizer

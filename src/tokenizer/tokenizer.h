@@ -1,13 +1,15 @@
-// A Hugging Face tokenizer.json (+ tokenizer_config.json) read into keel: BPE (byte-level and SentencePiece-style
-// with byte fallback), its normalizer / pre-tokenizer / decoder / post-processor, and added tokens.
+// A Hugging Face tokenizer.json (+ tokenizer_config.json) read into keel: BPE (byte-level and
+// SentencePiece-style with byte fallback), its normalizer / pre-tokenizer / decoder / post-processor, and
+// added tokens.
 //
 // Added tokens and the `allow_special` flag mirror the Rust `tokenizers` library exactly:
 //  - allow_special=true is the library's default (encode_special_tokens=false): every added token in the text
 //    becomes its id. Use it for text keel rendered itself (a chat template's output).
-//  - allow_special=false is the library's encode_special_tokens=true (transformers' split_special_tokens=True):
-//    tokens marked "special": true are not matched and go through the model as ordinary text; added tokens with
-//    "special": false (Qwen3's <think>, </think>, <tool_call>...) are STILL matched, as Hugging Face does.
-//    Use it for raw user text so "<|im_start|>" typed by a user cannot forge a turn.
+//  - allow_special=false is the library's encode_special_tokens=true (transformers'
+//  split_special_tokens=True):
+//    tokens marked "special": true are not matched and go through the model as ordinary text; added tokens
+//    with "special": false (Qwen3's <think>, </think>, <tool_call>...) are STILL matched, as Hugging Face
+//    does. Use it for raw user text so "<|im_start|>" typed by a user cannot forge a turn.
 // encode() and decode() are const and thread-safe.
 #pragma once
 #include <memory>
@@ -29,8 +31,9 @@ struct EncodeOptions {
 
 class Tokenizer {
  public:
-  // dir/tokenizer.json, and dir/tokenizer_config.json when present (bos/eos names). Throws Error(invalid_file)
-  // naming the file and field for a malformed file, Error(unsupported) for a valid one keel cannot run.
+  // dir/tokenizer.json, and dir/tokenizer_config.json when present (bos/eos names). Throws
+  // Error(invalid_file) naming the file and field for a malformed file, Error(unsupported) for a valid one
+  // keel cannot run.
   static Tokenizer load(const std::string& dir);
   // The same from file contents; `name` is used in error messages.
   static Tokenizer from_json(std::string_view tokenizer_json, std::string_view config_json = {},
@@ -41,16 +44,17 @@ class Tokenizer {
 
   // text must be valid UTF-8 (Error(invalid_argument) naming the byte offset otherwise).
   std::vector<TokenId> encode(std::string_view text, EncodeOptions options = {}) const;
-  // Ids the vocabulary does not have are skipped, as Hugging Face does. skip_special drops tokens marked special.
+  // Ids the vocabulary does not have are skipped, as Hugging Face does. skip_special drops tokens marked
+  // special.
   std::string decode(std::span<const TokenId> ids, bool skip_special = false) const;
 
-  // The token string decode() hands its decoder for this id, or nullopt when decode() drops the id (unknown, or
-  // special while skip_special).
+  // The token string decode() hands its decoder for this id, or nullopt when decode() drops the id (unknown,
+  // or special while skip_special).
   const std::string* decode_piece(TokenId id, bool skip_special) const;
 
   std::optional<TokenId> token_to_id(std::string_view token) const;  // added tokens first, then the model
-  std::optional<std::string> id_to_token(TokenId id) const;           // the piece as stored (e.g. "Ġthe", "▁a")
-  TokenId vocab_size() const;  // largest id + 1 over the model and added tokens
+  std::optional<std::string> id_to_token(TokenId id) const;  // the piece as stored (e.g. "Ġthe", "▁a")
+  TokenId vocab_size() const;                                // largest id + 1 over the model and added tokens
   bool is_special(TokenId id) const;
   const std::vector<AddedToken>& added_tokens() const;
 

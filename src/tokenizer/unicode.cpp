@@ -41,8 +41,8 @@ void append_utf8(std::string& out, char32_t cp) {
 
 namespace {
 
-// For a lead byte: how many continuation bytes follow and the allowed range of the first one (Unicode Table 3-7).
-// Returns false for bytes that cannot start a sequence.
+// For a lead byte: how many continuation bytes follow and the allowed range of the first one (Unicode Table
+// 3-7). Returns false for bytes that cannot start a sequence.
 bool lead_info(uint8_t b, int& need, uint8_t& lo, uint8_t& hi) {
   lo = 0x80;
   hi = 0xBF;
@@ -138,11 +138,12 @@ bool is_mark(char32_t cp) {
 }
 
 bool is_word_char(char32_t cp) {
-  if (cp < 0x80) return (cp >= '0' && cp <= '9') || (cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z') || cp == '_';
+  if (cp < 0x80)
+    return (cp >= '0' && cp <= '9') || (cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z') || cp == '_';
   if (cp == 0x200C || cp == 0x200D) return true;  // Join_Control
   // Other_Alphabetic symbols: circled and squared Latin letters.
-  if ((cp >= 0x24B6 && cp <= 0x24E9) || (cp >= 0x1F130 && cp <= 0x1F149) || (cp >= 0x1F150 && cp <= 0x1F169) ||
-      (cp >= 0x1F170 && cp <= 0x1F189))
+  if ((cp >= 0x24B6 && cp <= 0x24E9) || (cp >= 0x1F130 && cp <= 0x1F149) ||
+      (cp >= 0x1F150 && cp <= 0x1F169) || (cp >= 0x1F170 && cp <= 0x1F189))
     return true;
   const auto c = category(cp);
   return (c >= UTF8PROC_CATEGORY_LU && c <= UTF8PROC_CATEGORY_ND) || c == UTF8PROC_CATEGORY_NL ||
@@ -150,8 +151,9 @@ bool is_word_char(char32_t cp) {
 }
 
 bool is_punctuation(char32_t cp) {
-  if (cp < 0x80) return (cp >= 0x21 && cp <= 0x2F) || (cp >= 0x3A && cp <= 0x40) || (cp >= 0x5B && cp <= 0x60) ||
-                        (cp >= 0x7B && cp <= 0x7E);
+  if (cp < 0x80)
+    return (cp >= 0x21 && cp <= 0x2F) || (cp >= 0x3A && cp <= 0x40) || (cp >= 0x5B && cp <= 0x60) ||
+           (cp >= 0x7B && cp <= 0x7E);
   const auto c = category(cp);
   return c >= UTF8PROC_CATEGORY_PC && c <= UTF8PROC_CATEGORY_PO;
 }
@@ -167,15 +169,23 @@ std::string normalize(std::string_view s, NormalForm form) {
   if (ascii || (form == NormalForm::nfc && below_300)) return std::string(s);
   int options = UTF8PROC_STABLE;
   switch (form) {
-    case NormalForm::nfc: options |= UTF8PROC_COMPOSE; break;
-    case NormalForm::nfd: options |= UTF8PROC_DECOMPOSE; break;
-    case NormalForm::nfkc: options |= UTF8PROC_COMPOSE | UTF8PROC_COMPAT; break;
-    case NormalForm::nfkd: options |= UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT; break;
+    case NormalForm::nfc:
+      options |= UTF8PROC_COMPOSE;
+      break;
+    case NormalForm::nfd:
+      options |= UTF8PROC_DECOMPOSE;
+      break;
+    case NormalForm::nfkc:
+      options |= UTF8PROC_COMPOSE | UTF8PROC_COMPAT;
+      break;
+    case NormalForm::nfkd:
+      options |= UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT;
+      break;
   }
   utf8proc_uint8_t* out = nullptr;
-  const utf8proc_ssize_t n = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(s.data()),
-                                          static_cast<utf8proc_ssize_t>(s.size()), &out,
-                                          static_cast<utf8proc_option_t>(options));
+  const utf8proc_ssize_t n =
+      utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(s.data()),
+                   static_cast<utf8proc_ssize_t>(s.size()), &out, static_cast<utf8proc_option_t>(options));
   if (n < 0) {
     std::free(out);
     throw_error(ErrorCode::internal, "tokenizer: Unicode normalization failed: {}", utf8proc_errmsg(n));

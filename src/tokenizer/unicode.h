@@ -28,11 +28,11 @@ size_t find_invalid_utf8(std::string_view s);
 // Rust's String::from_utf8_lossy: each maximal ill-formed subpart becomes one U+FFFD.
 std::string utf8_lossy(std::string_view bytes);
 
-bool is_whitespace(char32_t cp);  // Unicode White_Space (Rust char::is_whitespace, regex \s)
-bool is_numeric(char32_t cp);     // general category N* (Rust char::is_numeric)
-bool is_word_char(char32_t cp);   // Rust regex \w: alphabetic, marks, Nd, Pc, join controls
-bool is_mark(char32_t cp);        // general category M*
-bool is_punctuation(char32_t cp); // general category P* or ASCII punctuation
+bool is_whitespace(char32_t cp);   // Unicode White_Space (Rust char::is_whitespace, regex \s)
+bool is_numeric(char32_t cp);      // general category N* (Rust char::is_numeric)
+bool is_word_char(char32_t cp);    // Rust regex \w: alphabetic, marks, Nd, Pc, join controls
+bool is_mark(char32_t cp);         // general category M*
+bool is_punctuation(char32_t cp);  // general category P* or ASCII punctuation
 
 enum class NormalForm { nfc, nfd, nfkc, nfkd };
 // s must be valid UTF-8; throws Error(internal) if utf8proc refuses it.

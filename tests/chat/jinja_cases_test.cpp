@@ -1,7 +1,7 @@
 // A few hundred small templates (oracle/jinja_cases.txt) covering the engine's corners — whitespace control,
-// scoping, loops, macros, Python arithmetic and printing, filters, tests, methods, errors — rendered by keel and
-// by Python's jinja2 (oracle/jinja_oracle.py, run now) and compared: same output, or both raising (with the same
-// message for raise_exception).
+// scoping, loops, macros, Python arithmetic and printing, filters, tests, methods, errors — rendered by keel
+// and by Python's jinja2 (oracle/jinja_oracle.py, run now) and compared: same output, or both raising (with
+// the same message for raise_exception).
 #include <gtest/gtest.h>
 
 #include "chat/jinja/errors.h"

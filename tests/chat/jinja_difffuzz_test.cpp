@@ -1,7 +1,7 @@
 // A bounded run of the differential fuzzer (tools/jinja_difffuzz.py): random templates and contexts from its
-// grammar, rendered by Python's jinja2 now (--emit) and replayed through keel; outputs must be identical, and an
-// error in one must be an error in the other (raise_exception with the same message). One run with a fixed seed,
-// one with a fresh seed printed in the log so a failure can be replayed with
+// grammar, rendered by Python's jinja2 now (--emit) and replayed through keel; outputs must be identical, and
+// an error in one must be an error in the other (raise_exception with the same message). One run with a fixed
+// seed, one with a fresh seed printed in the log so a failure can be replayed with
 //   /usr/bin/python3 tools/jinja_difffuzz.py --keel build/keel --seed SEED --count 150
 #include <gtest/gtest.h>
 
@@ -23,8 +23,9 @@ constexpr int kCases = 150;
 
 void replay(uint32_t seed) {
   std::string path = oracle::scratch_path("jinja_difffuzz");
-  ASSERT_EQ(oracle::run(std::string(oracle::kPython) + " " + KEEL_SOURCE_DIR + "/tools/jinja_difffuzz.py --emit " +
-                        path + " --seed " + std::to_string(seed) + " --count " + std::to_string(kCases) + " > /dev/null"),
+  ASSERT_EQ(oracle::run(std::string(oracle::kPython) + " " + KEEL_SOURCE_DIR +
+                        "/tools/jinja_difffuzz.py --emit " + path + " --seed " + std::to_string(seed) +
+                        " --count " + std::to_string(kCases) + " > /dev/null"),
             0);
   std::string text = oracle::read_file(path);
   std::remove(path.c_str());
@@ -38,7 +39,8 @@ void replay(uint32_t seed) {
     const Json& want = c["expected"];
     ++n;
     // jinja2 printed a memory address (a bound method, a reversed() iterator): not reproducible, skipped.
-    if (want["ok"].get<bool>() && std::regex_search(want["output"].get<std::string>(), std::regex(" at 0x[0-9a-f]+>"))) {
+    if (want["ok"].get<bool>() &&
+        std::regex_search(want["output"].get<std::string>(), std::regex(" at 0x[0-9a-f]+>"))) {
       continue;
     }
     Json got;
@@ -58,7 +60,8 @@ void replay(uint32_t seed) {
     rendered += want["ok"].get<bool>();
     if (!same && ++mismatches <= 3) {
       ADD_FAILURE() << "seed " << seed << " case " << n << "\ntemplate: " << Json(c["template"]).dump()
-                    << "\ncontext: " << c["context"].dump() << "\njinja2: " << want.dump() << "\nkeel:   " << got.dump();
+                    << "\ncontext: " << c["context"].dump() << "\njinja2: " << want.dump()
+                    << "\nkeel:   " << got.dump();
     }
   }
   EXPECT_EQ(n, kCases);
@@ -66,7 +69,9 @@ void replay(uint32_t seed) {
   EXPECT_GT(rendered, kCases / 4) << "the grammar should mostly make templates that render";
 }
 
-TEST(JinjaDiffFuzz, FixedSeed) { replay(20250307); }
+TEST(JinjaDiffFuzz, FixedSeed) {
+  replay(20250307);
+}
 
 TEST(JinjaDiffFuzz, FreshSeed) {
   uint32_t seed = std::random_device{}() & 0x7fffffff;

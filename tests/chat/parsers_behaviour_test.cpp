@@ -11,7 +11,8 @@ namespace {
 
 // Feeds pieces and keeps what a client would have seen so far.
 struct Stream {
-  explicit Stream(ToolSyntax tools, ReasoningStart reasoning = ReasoningStart::disabled, Json request_tools = {}) {
+  explicit Stream(ToolSyntax tools, ReasoningStart reasoning = ReasoningStart::disabled,
+                  Json request_tools = {}) {
     ParserOptions o;
     o.tools = tools;
     o.reasoning = reasoning;
@@ -137,7 +138,9 @@ TEST(ParserReasoning, OnlyFirstBlockAndOnlyAtTheStart) {
 
 TEST(ParserReasoning, NemotronToolCallEndsOpenReasoning) {
   Stream s(ToolSyntax::nemotron_json, ReasoningStart::open);
-  s.feed("Need the weather.\n<TOOLCALL>[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Tokyo\"}}]</TOOLCALL>")
+  s.feed(
+       "Need the weather.\n<TOOLCALL>[{\"name\": \"get_weather\", \"arguments\": {\"city\": "
+       "\"Tokyo\"}}]</TOOLCALL>")
       .finish();
   EXPECT_EQ(s.message().reasoning_content, "Need the weather.");
   EXPECT_EQ(s.message().content, "");
@@ -209,8 +212,9 @@ TEST(ParserMalformed, BareFunctionTagInProseIsContent) {
 
 TEST(ParserXmlValues, LiteralParameterCloseInsideAValue) {
   Stream s(ToolSyntax::qwen3_xml);
-  s.feed("<tool_call>\n<function=python>\n<parameter=code>\nprint('</parameter>')\nx = 1\n</parameter>\n"
-         "</function>\n</tool_call>")
+  s.feed(
+       "<tool_call>\n<function=python>\n<parameter=code>\nprint('</parameter>')\nx = 1\n</parameter>\n"
+       "</function>\n</tool_call>")
       .finish();
   ASSERT_EQ(s.message().tool_calls.size(), 1u);
   EXPECT_EQ(Json::parse(s.message().tool_calls[0].arguments)["code"], "print('</parameter>')\nx = 1");
@@ -272,7 +276,8 @@ TEST(ParserMessage, OpenAIShape) {
   EXPECT_EQ(m["tool_calls"][0]["type"], "function");
   EXPECT_EQ(m["tool_calls"][0]["function"]["name"], "f");
   EXPECT_TRUE(m["tool_calls"][0]["function"]["arguments"].is_string());
-  EXPECT_EQ(Json::parse(m["tool_calls"][0]["function"]["arguments"].get<std::string>()), Json::parse(R"({"x": 1})"));
+  EXPECT_EQ(Json::parse(m["tool_calls"][0]["function"]["arguments"].get<std::string>()),
+            Json::parse(R"({"x": 1})"));
 
   Stream t(ToolSyntax::none);
   t.feed("hi").finish();
@@ -292,9 +297,10 @@ TEST(ParserEvents, MergedWithinOneFeedAndFeedAfterFinishIsAnError) {
   EXPECT_THROW(p.feed("x"), keel::Error);
 }
 
-// vLLM's _convert_param_value (vllm/tool_parsers/qwen3coder_tool_parser.py) for the cases the data files do not
-// cover: non-numbers in integer fields stay strings, Python booleans and None are understood, a string-only
-// field keeps "null" as text; with no schema, JSON is parsed (keel's rule) and anything else stays a string.
+// vLLM's _convert_param_value (vllm/tool_parsers/qwen3coder_tool_parser.py) for the cases the data files do
+// not cover: non-numbers in integer fields stay strings, Python booleans and None are understood, a
+// string-only field keeps "null" as text; with no schema, JSON is parsed (keel's rule) and anything else
+// stays a string.
 TEST(ParserParamValues, ConversionEdges) {
   EXPECT_EQ(convert_param_value("abc", param_integer), Json("abc"));
   EXPECT_EQ(convert_param_value("True", param_boolean), Json(true));
@@ -302,7 +308,8 @@ TEST(ParserParamValues, ConversionEdges) {
   EXPECT_EQ(convert_param_value("5", param_number), Json(5));
   EXPECT_EQ(convert_param_value("None", param_integer | param_null), Json(nullptr));
   EXPECT_EQ(convert_param_value("null", param_string), Json("null"));
-  EXPECT_EQ(convert_param_value("\"quoted\"", param_string), Json("\"quoted\""));  // string values stay raw text
+  EXPECT_EQ(convert_param_value("\"quoted\"", param_string),
+            Json("\"quoted\""));  // string values stay raw text
   EXPECT_EQ(convert_param_value("[1, 2]", 0), Json::parse("[1, 2]"));
   EXPECT_EQ(convert_param_value("hello", 0), Json("hello"));
   EXPECT_EQ(param_types_of_schema(Json::parse(R"({"type": "float"})")), unsigned{param_number});

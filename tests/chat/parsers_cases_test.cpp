@@ -1,6 +1,6 @@
 // Parser cases taken from public parser test suites (tests/chat/data/parsers/PROVENANCE.md), each fed to the
-// OutputParser whole, at every split point, one character at a time and in random multi-splits. Every run must
-// give the expected message, and the streamed events must add up to the final message.
+// OutputParser whole, at every split point, one character at a time and in random multi-splits. Every run
+// must give the expected message, and the streamed events must add up to the final message.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -39,8 +39,12 @@ struct Run {
 void apply_events(const std::vector<OutputEvent>& events, Run& run) {
   for (const OutputEvent& e : events) {
     switch (e.kind) {
-      case OutputEvent::Kind::content: run.content += e.text; break;
-      case OutputEvent::Kind::reasoning: run.reasoning += e.text; break;
+      case OutputEvent::Kind::content:
+        run.content += e.text;
+        break;
+      case OutputEvent::Kind::reasoning:
+        run.reasoning += e.text;
+        break;
       case OutputEvent::Kind::tool_call_begin:
         if (run.calls.count(e.tool_index)) run.protocol_error = "tool_call_begin twice for one index";
         run.calls[e.tool_index] = {e.id, e.name, ""};
@@ -84,13 +88,15 @@ std::string check(const Run& run, const Json& expected) {
     for (size_t i = 0; i < calls.size(); ++i) {
       const ToolCall& c = m.tool_calls[i];
       if (c.name != calls[i]["name"].get<std::string>()) err << "call " << i << " name '" << c.name << "'\n";
-      if (parse_or_string(c.arguments) != calls[i]["arguments"]) err << "call " << i << " arguments " << c.arguments << "\n";
+      if (parse_or_string(c.arguments) != calls[i]["arguments"])
+        err << "call " << i << " arguments " << c.arguments << "\n";
       if (c.id.size() != 29 || !c.id.starts_with("call_")) err << "call " << i << " id '" << c.id << "'\n";
     }
   }
   // The stream adds up to the final message.
   if (run.content != m.content) err << "content events '" << run.content << "' != final content\n";
-  if (run.reasoning != m.reasoning_content) err << "reasoning events '" << run.reasoning << "' != final reasoning\n";
+  if (run.reasoning != m.reasoning_content)
+    err << "reasoning events '" << run.reasoning << "' != final reasoning\n";
   if (m.error.empty()) {
     if (run.calls.size() != m.tool_calls.size()) err << run.calls.size() << " calls streamed\n";
     for (size_t i = 0; i < m.tool_calls.size() && run.calls.count(static_cast<int>(i)); ++i) {
@@ -151,7 +157,8 @@ size_t run_file(const std::string& file) {
     }
     splittings.push_back({"one character at a time", chars});
     for (size_t cut = 1; cut < output.size(); ++cut) {
-      if (utf8_boundary(output, cut)) splittings.push_back({"split at " + std::to_string(cut), split_at(output, {cut})});
+      if (utf8_boundary(output, cut))
+        splittings.push_back({"split at " + std::to_string(cut), split_at(output, {cut})});
     }
     for (int r = 0; r < 30 && output.size() > 2; ++r) {
       std::vector<size_t> cuts;
@@ -177,7 +184,8 @@ size_t run_file(const std::string& file) {
       }
       if (!problem.empty()) {
         ADD_FAILURE() << file << " case '" << name << "' (" << c["source"].get<std::string>() << "), " << desc
-                      << ":\n" << problem;
+                      << ":\n"
+                      << problem;
         break;  // one report per case
       }
     }
@@ -187,7 +195,15 @@ size_t run_file(const std::string& file) {
 
 }  // namespace
 
-TEST(ParserCases, HermesJson) { EXPECT_GT(run_file("hermes_json.json"), 0u); }
-TEST(ParserCases, Qwen3Xml) { EXPECT_GT(run_file("qwen3_xml.json"), 0u); }
-TEST(ParserCases, NemotronJson) { EXPECT_GT(run_file("nemotron_json.json"), 0u); }
-TEST(ParserCases, Reasoning) { EXPECT_GT(run_file("reasoning.json"), 0u); }
+TEST(ParserCases, HermesJson) {
+  EXPECT_GT(run_file("hermes_json.json"), 0u);
+}
+TEST(ParserCases, Qwen3Xml) {
+  EXPECT_GT(run_file("qwen3_xml.json"), 0u);
+}
+TEST(ParserCases, NemotronJson) {
+  EXPECT_GT(run_file("nemotron_json.json"), 0u);
+}
+TEST(ParserCases, Reasoning) {
+  EXPECT_GT(run_file("reasoning.json"), 0u);
+}

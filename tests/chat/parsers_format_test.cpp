@@ -48,9 +48,9 @@ TEST(ParserDetectOutputFormat, RealTemplates) {
       {"vllm-tool_chat_template_nemotron_json", ToolSyntax::nemotron_json, true},
       {"vllm-tool_chat_template_nemotron_nano_v2", ToolSyntax::nemotron_json, true},
       // Syntaxes keel does not parse: no tool parsing rather than a wrong one.
-      {"GLM-4.6", ToolSyntax::none, true},                 // <tool_call>NAME<arg_key>...
-      {"ByteDance-Seed-OSS", ToolSyntax::none, false},     // <seed:tool_call><function=...>
-      {"MiniMax-M2", ToolSyntax::none, true},              // <minimax:tool_call><invoke ...>
+      {"GLM-4.6", ToolSyntax::none, true},              // <tool_call>NAME<arg_key>...
+      {"ByteDance-Seed-OSS", ToolSyntax::none, false},  // <seed:tool_call><function=...>
+      {"MiniMax-M2", ToolSyntax::none, true},           // <minimax:tool_call><invoke ...>
       {"meta-llama-Llama-3.1-8B-Instruct", ToolSyntax::none, false},
       {"mistralai-Mistral-Nemo-Instruct-2407", ToolSyntax::none, false},
       {"deepseek-ai-DeepSeek-R1-Distill-Qwen-32B", ToolSyntax::none, true},
@@ -86,7 +86,8 @@ TEST(ParserReasoningStart, FromRenderedGenerationPrompts) {
   set("vllm-tool_chat_template_nemotron_json", open, open, open, disabled);
   set("vllm-tool_chat_template_nemotron_nano_v2", open, open, open, disabled);
 
-  Json data = Json::parse(read_file(std::string(KEEL_SOURCE_DIR) + "/tests/chat/data/parsers/generation_prompts.json"));
+  Json data = Json::parse(
+      read_file(std::string(KEEL_SOURCE_DIR) + "/tests/chat/data/parsers/generation_prompts.json"));
   size_t checked = 0;
   for (const Json& p : data["prompts"]) {
     std::string name = p["template"];
@@ -113,11 +114,13 @@ TEST(ParserOptions, FromRequest) {
   // tool_choice "none", or no tools in the request: no tool parsing.
   EXPECT_EQ(make_parser_options(qwen35, "", tools, false).tools, ToolSyntax::none);
   EXPECT_EQ(make_parser_options(qwen35, "", Json::array(), true).tools, ToolSyntax::none);
-  EXPECT_EQ(make_parser_options(qwen35, "<think>\n\n</think>\n\n", tools, true).reasoning, ReasoningStart::disabled);
+  EXPECT_EQ(make_parser_options(qwen35, "<think>\n\n</think>\n\n", tools, true).reasoning,
+            ReasoningStart::disabled);
 }
 
 TEST(ParserOptions, NamesRoundTripAndUnknownNamesAreErrors) {
-  for (ToolSyntax s : {ToolSyntax::none, ToolSyntax::hermes_json, ToolSyntax::qwen3_xml, ToolSyntax::nemotron_json}) {
+  for (ToolSyntax s :
+       {ToolSyntax::none, ToolSyntax::hermes_json, ToolSyntax::qwen3_xml, ToolSyntax::nemotron_json}) {
     EXPECT_EQ(tool_syntax_from_name(tool_syntax_name(s)), s);
   }
   EXPECT_THROW(tool_syntax_from_name("xml"), keel::Error);

@@ -1,6 +1,7 @@
-// Random outputs built from marker pieces, JSON and XML fragments, whitespace and multi-byte text, in every tool
-// syntax and reasoning start. Oracle: the unsplit run. Any splitting must give the same final message, the events
-// must add up to it, and every completed call's arguments must be valid JSON. Also: nothing throws.
+// Random outputs built from marker pieces, JSON and XML fragments, whitespace and multi-byte text, in every
+// tool syntax and reasoning start. Oracle: the unsplit run. Any splitting must give the same final message,
+// the events must add up to it, and every completed call's arguments must be valid JSON. Also: nothing
+// throws.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -12,11 +13,51 @@ using namespace keel::chat;
 namespace {
 
 const char* const kPieces[] = {
-    "<tool_call>", "</tool_call>", "<tool_", "<function=f>", "<function=get>", "<function=", "</function>",
-    "<parameter=a>", "<parameter=b>", "</parameter>", "<parameter=", "<TOOLCALL>", "</TOOLCALL>", "<TOOL",
-    "<think>", "</think>", "<th", "</th", "{\"name\": \"f\", \"arguments\": {\"x\": 1}}", "{\"name\": \"g\"}",
-    "[{\"name\": \"h\", \"arguments\": \"{}\"}]", "{", "}", "[", "]", "\"", "\\", ":", ",", "\n", "\n\n", " ", "\t",
-    "hello", "42", "true", "null", "None", "x < y", "格", "é", "🙂", "<", ">", "=",
+    "<tool_call>",
+    "</tool_call>",
+    "<tool_",
+    "<function=f>",
+    "<function=get>",
+    "<function=",
+    "</function>",
+    "<parameter=a>",
+    "<parameter=b>",
+    "</parameter>",
+    "<parameter=",
+    "<TOOLCALL>",
+    "</TOOLCALL>",
+    "<TOOL",
+    "<think>",
+    "</think>",
+    "<th",
+    "</th",
+    "{\"name\": \"f\", \"arguments\": {\"x\": 1}}",
+    "{\"name\": \"g\"}",
+    "[{\"name\": \"h\", \"arguments\": \"{}\"}]",
+    "{",
+    "}",
+    "[",
+    "]",
+    "\"",
+    "\\",
+    ":",
+    ",",
+    "\n",
+    "\n\n",
+    " ",
+    "\t",
+    "hello",
+    "42",
+    "true",
+    "null",
+    "None",
+    "x < y",
+    "格",
+    "é",
+    "🙂",
+    "<",
+    ">",
+    "=",
 };
 
 std::string random_output(std::mt19937& rng) {
@@ -65,7 +106,8 @@ Outcome run(const ParserOptions& options, const std::string& text, const std::ve
   }
   if (m.error.empty()) {
     EXPECT_EQ(out.arguments.size(), m.tool_calls.size()) << text;
-    for (size_t i = 0; i < m.tool_calls.size(); ++i) EXPECT_EQ(out.arguments[static_cast<int>(i)], m.tool_calls[i].arguments);
+    for (size_t i = 0; i < m.tool_calls.size(); ++i)
+      EXPECT_EQ(out.arguments[static_cast<int>(i)], m.tool_calls[i].arguments);
   }
   return out;
 }
@@ -102,8 +144,8 @@ TEST(ParserRandomOutputs, AnySplitGivesTheUnsplitResult) {
       Outcome split = run(options, text, cuts);
       if (split.message != whole.message) {
         ADD_FAILURE() << "syntax " << tool_syntax_name(options.tools) << ", reasoning "
-                      << reasoning_start_name(options.reasoning) << ", text " << Json(text).dump() << "\nwhole: "
-                      << whole.message.dump() << "\nsplit: " << split.message.dump();
+                      << reasoning_start_name(options.reasoning) << ", text " << Json(text).dump()
+                      << "\nwhole: " << whole.message.dump() << "\nsplit: " << split.message.dump();
         ++failures;
         break;
       }

@@ -1,9 +1,9 @@
-// Every chat template in ../shared/fixtures/chat-templates x every scenario in oracle/scenarios.json, rendered by
-// keel and by Python's jinja2 (oracle/render_fixtures.py, run now), compared byte for byte. Where jinja2 raises,
-// keel must raise too; where the template itself raises (raise_exception), with the same message. Tool-call
-// scenarios run twice: arguments as the JSON strings the OpenAI API sends, and normalized to objects (keel's
-// normalize_tool_call_arguments against the oracle's own json.loads). Also checks keel's per-template choice of
-// argument form against the oracle's.
+// Every chat template in ../shared/fixtures/chat-templates x every scenario in oracle/scenarios.json,
+// rendered by keel and by Python's jinja2 (oracle/render_fixtures.py, run now), compared byte for byte. Where
+// jinja2 raises, keel must raise too; where the template itself raises (raise_exception), with the same
+// message. Tool-call scenarios run twice: arguments as the JSON strings the OpenAI API sends, and normalized
+// to objects (keel's normalize_tool_call_arguments against the oracle's own json.loads). Also checks keel's
+// per-template choice of argument form against the oracle's.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -43,13 +43,16 @@ const Json* find_scenario(const std::string& name) {
 
 class TemplateFixture : public ::testing::TestWithParam<std::string> {};
 
-TEST(TemplateFixtures, AllThirtyOnePresent) { EXPECT_EQ(fixture_names().size(), 31u) << oracle::fixtures_dir(); }
+TEST(TemplateFixtures, AllThirtyOnePresent) {
+  EXPECT_EQ(fixture_names().size(), 31u) << oracle::fixtures_dir();
+}
 
 TEST_P(TemplateFixture, RendersLikeJinja2) {
   const std::string name = GetParam();
   std::string out = oracle::scratch_path("fixture_expected");
   ASSERT_EQ(oracle::run(std::string(oracle::kPython) + " " + oracle::oracle_dir() + "/render_fixtures.py " +
-                        oracle::fixtures_dir() + " " + oracle::oracle_dir() + "/scenarios.json " + out + " " + name),
+                        oracle::fixtures_dir() + " " + oracle::oracle_dir() + "/scenarios.json " + out + " " +
+                        name),
             0);
   Json expected = Json::parse(oracle::read_file(out)).at(name);
   std::remove(out.c_str());
@@ -86,11 +89,12 @@ TEST_P(TemplateFixture, RendersLikeJinja2) {
       } catch (const jinja::TemplateRaisedError& e) {
         EXPECT_EQ(std::string(e.what()), want["error"].get<std::string>());
       } catch (const std::exception& e) {
-        ADD_FAILURE() << "keel raised another error: " << e.what() << " where the template raised " << want["error"];
+        ADD_FAILURE() << "keel raised another error: " << e.what() << " where the template raised "
+                      << want["error"];
       }
     } else {
-      EXPECT_THROW(tmpl.render(inputs, options), jinja::TemplateError) << "jinja2 raised " << want["type"] << ": "
-                                                                        << want["error"];
+      EXPECT_THROW(tmpl.render(inputs, options), jinja::TemplateError)
+          << "jinja2 raised " << want["type"] << ": " << want["error"];
     }
   }
   EXPECT_GE(compared, static_cast<int>(scenarios()["scenarios"].size()));

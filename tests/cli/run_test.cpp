@@ -1,11 +1,11 @@
-// `keel run` and `keel perplexity` driven in-process on the default model, against what transformers recorded in
-// models/keel-brown-nemotron-h-8m/results.json (model.generate greedy continuations and a chat reply) and
+// `keel run` and `keel perplexity` driven in-process on the default model, against what transformers recorded
+// in models/keel-brown-nemotron-h-8m/results.json (model.generate greedy continuations and a chat reply) and
 // eval/valid_nll.json (per-token NLL).
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <cmath>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -52,8 +52,9 @@ TEST(Run, GreedyMatchesTransformersGenerate) {
   for (const auto& s : results["samples"]) {
     if (s["mode"] != "greedy") continue;
     const std::vector<int32_t> prompt = s["prompt_ids"], want = s["output_ids"];
-    const nlohmann::json out = nlohmann::json::parse(
-        keel({"run", "-m", kDir, "--prompt-ids", join(prompt), "-n", std::to_string(want.size()), "--json", "-t", "2"}));
+    const nlohmann::json out =
+        nlohmann::json::parse(keel({"run", "-m", kDir, "--prompt-ids", join(prompt), "-n",
+                                    std::to_string(want.size()), "--json", "-t", "2"}));
     EXPECT_EQ(out["ids"].get<std::vector<int32_t>>(), want) << "prompt " << join(prompt);
     ++checked;
   }
@@ -64,9 +65,9 @@ TEST(Run, ChatWrapsThePromptInTheTemplate) {
   const nlohmann::json chat = read_json(kDir + "/results.json")["chat"][0];
   ASSERT_EQ(chat["messages"].size(), 1u);
   const std::vector<int32_t> want = chat["output_ids"];
-  const nlohmann::json out = nlohmann::json::parse(keel({"run", "-m", kDir, "--chat", "-p",
-                                                          chat["messages"][0]["content"].get<std::string>(), "-n",
-                                                          "40", "--json", "-t", "2"}));
+  const nlohmann::json out = nlohmann::json::parse(
+      keel({"run", "-m", kDir, "--chat", "-p", chat["messages"][0]["content"].get<std::string>(), "-n", "40",
+            "--json", "-t", "2"}));
   EXPECT_EQ(out["ids"].get<std::vector<int32_t>>(), want);  // ends with the eos, which stops generation
   EXPECT_EQ(out["text"], chat["reply"]);
 }

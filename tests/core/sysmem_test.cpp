@@ -15,7 +15,8 @@ TEST(SysMem, ParsesLimits) {
   EXPECT_EQ(parse_memory_limit("1.5 KiB", 0), 1536);
   EXPECT_EQ(parse_memory_limit("0.5", 1000), 500);
   EXPECT_EQ(parse_memory_limit("80%", 1000), 800);
-  for (const char* bad : {"", "x", "12 parsecs", "-3G", "nan", "1e30"}) EXPECT_THROW(parse_memory_limit(bad, 1000), Error) << bad;
+  for (const char* bad : {"", "x", "12 parsecs", "-3G", "nan", "1e30"})
+    EXPECT_THROW(parse_memory_limit(bad, 1000), Error) << bad;
 }
 
 TEST(SysMem, BudgetFromFacts) {

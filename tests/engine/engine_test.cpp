@@ -51,7 +51,8 @@ TEST(Engine, ConcurrentSubmissionsEndWithTheirOutputs) {
   for (auto& t : clients) t.join();
   for (int c = 0; c < 8; ++c) EXPECT_EQ(got[c], want[c]) << c;
   // The loop updates its stats after the step that finished the last request.
-  for (int i = 0; i < 100 && engine.stats().running > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  for (int i = 0; i < 100 && engine.stats().running > 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
   EXPECT_EQ(pool.in_use(), engine.stats().scheduler.prompt_cache_bytes);  // baseline: the prompt cache alone
 }
 

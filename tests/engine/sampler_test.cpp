@@ -1,6 +1,6 @@
-// The engine's TokenChooser (engine/sampler.h) against plain double computations: greedy picks the largest logit,
-// logprobs are the raw logits' log-softmax, the alternatives are the best logits in order, a seed reproduces a
-// sampled sequence.
+// The engine's TokenChooser (engine/sampler.h) against plain double computations: greedy picks the largest
+// logit, logprobs are the raw logits' log-softmax, the alternatives are the best logits in order, a seed
+// reproduces a sampled sequence.
 #include "engine/sampler.h"
 
 #include <gtest/gtest.h>

@@ -315,8 +315,8 @@ TEST(Scheduler, PromptCacheReusesTheLongestPrefix) {
   }
 }
 
-// A recurrent model can be cut back only to a checkpoint: chunk ends, one token short of the prompt's end, and
-// the request's positions (the server gives message boundaries). A next prompt that shares 60 tokens of a
+// A recurrent model can be cut back only to a checkpoint: chunk ends, one token short of the prompt's end,
+// and the request's positions (the server gives message boundaries). A next prompt that shares 60 tokens of a
 // 100-token one (chunk 64) reuses 50 when 50 was asked for, else nothing (checkpoints at 64 and 99); an
 // attention-like model reuses all 60.
 TEST(Scheduler, PromptCacheReusesUpToTheLastCheckpointInTheSharedPrefix) {
@@ -346,8 +346,8 @@ TEST(Scheduler, PromptCacheReusesUpToTheLastCheckpointInTheSharedPrefix) {
     }
 }
 
-// A step that fails mid-prefill leaves a recurrent state half-updated: it goes back to its newest checkpoint (the
-// last chunk's end) instead of re-prefilling from zero, and the output is still the expected one.
+// A step that fails mid-prefill leaves a recurrent state half-updated: it goes back to its newest checkpoint
+// (the last chunk's end) instead of re-prefilling from zero, and the output is still the expected one.
 TEST(Scheduler, AFailedStepGoesBackToTheNewestCheckpoint) {
   int64_t restores = 0;
   for (int n = 1; n <= 6; ++n) {

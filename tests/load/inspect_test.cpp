@@ -84,7 +84,8 @@ TEST(Inspect, TextReport) {
   EXPECT_NE(text.find("3  moe"), std::string::npos) << text;
   EXPECT_NE(text.find("state at 1024 tokens"), std::string::npos)
       << text;  // default: max_position_embeddings
-  EXPECT_NE(text.find("--chunk 512: n/a ("), std::string::npos) << text;  // the tiny folder's weights are partial
+  EXPECT_NE(text.find("--chunk 512: n/a ("), std::string::npos)
+      << text;  // the tiny folder's weights are partial
 }
 
 TEST(Inspect, ErrorsNameTheFolder) {

@@ -1,13 +1,13 @@
 // The shipped default model (models/keel-brown-nemotron-h-8m, a real nemotron_h folder) scored as its
-// eval/valid_nll.json was made by transformers (fp32, log-softmax in float64): each document cut into pieces of
-// 511 tokens, each run from a fresh state as [<|endoftext|>] + piece. The first two held-out documents keep the
-// test to a few seconds; `keel perplexity` runs all 25.
+// eval/valid_nll.json was made by transformers (fp32, log-softmax in float64): each document cut into pieces
+// of 511 tokens, each run from a fresh state as [<|endoftext|>] + piece. The first two held-out documents
+// keep the test to a few seconds; `keel perplexity` runs all 25.
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "backend/cpu/cpu_backend.h"
 #include "models/loader.h"

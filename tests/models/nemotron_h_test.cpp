@@ -1,6 +1,6 @@
 // nemotron_h against transformers 5.17 (tests/fixtures/nemotron_h: M*ME-M*E, Mamba2 8 heads × 16, 2 groups,
-// state 16, chunk 32, dt spread over [1e-4, 0.5]; attention without RoPE, head_dim 24; MoE 16 experts in 4 groups,
-// top-2 groups, top-3 experts, correction bias, shared expert).
+// state 16, chunk 32, dt spread over [1e-4, 0.5]; attention without RoPE, head_dim 24; MoE 16 experts in 4
+// groups, top-2 groups, top-3 experts, correction bias, shared expert).
 #include "model_test_util.h"
 
 namespace keel::testing {
@@ -9,16 +9,36 @@ namespace {
 const char* kName = "nemotron_h";
 constexpr int64_t kChunk = 32;  // the fixture's Mamba2 chunk_size
 
-TEST(NemotronH, HiddenStatesMatchReference) { check_hidden_states(kName); }
-TEST(NemotronH, PromptLogprobsMatchReference) { check_prompt_logprobs(kName); }
-TEST(NemotronH, DecodeTeacherForcedMatchesReference) { check_decode_teacher_forced(kName); }
-TEST(NemotronH, FreeGreedyMatchesReference) { check_free_greedy(kName); }
-TEST(NemotronH, ChunkedPrefillMatchesOneShot) { check_chunked_prefill(kName, kChunk); }
-TEST(NemotronH, StateCopyAndTruncate) { check_state_copy_and_truncate(kName); }
-TEST(NemotronH, CancelledStepThrows) { check_cancellation(kName); }
-TEST(NemotronH, BatchInvariant) { check_batch_invariance(kName); }
-TEST(NemotronH, TransientPlanBoundsMeasuredPeak) { check_transient_plan(kName); }
-TEST(NemotronH, LoadErrorsNameTheProblem) { check_load_errors(kName, "backbone.layers.3.mixer.experts.5.up_proj.weight"); }
+TEST(NemotronH, HiddenStatesMatchReference) {
+  check_hidden_states(kName);
+}
+TEST(NemotronH, PromptLogprobsMatchReference) {
+  check_prompt_logprobs(kName);
+}
+TEST(NemotronH, DecodeTeacherForcedMatchesReference) {
+  check_decode_teacher_forced(kName);
+}
+TEST(NemotronH, FreeGreedyMatchesReference) {
+  check_free_greedy(kName);
+}
+TEST(NemotronH, ChunkedPrefillMatchesOneShot) {
+  check_chunked_prefill(kName, kChunk);
+}
+TEST(NemotronH, StateCopyAndTruncate) {
+  check_state_copy_and_truncate(kName);
+}
+TEST(NemotronH, CancelledStepThrows) {
+  check_cancellation(kName);
+}
+TEST(NemotronH, BatchInvariant) {
+  check_batch_invariance(kName);
+}
+TEST(NemotronH, TransientPlanBoundsMeasuredPeak) {
+  check_transient_plan(kName);
+}
+TEST(NemotronH, LoadErrorsNameTheProblem) {
+  check_load_errors(kName, "backbone.layers.3.mixer.experts.5.up_proj.weight");
+}
 
 }  // namespace
 }  // namespace keel::testing

@@ -8,16 +8,36 @@ namespace {
 
 const char* kName = "qwen3";
 
-TEST(Qwen3, HiddenStatesMatchReference) { check_hidden_states(kName); }
-TEST(Qwen3, PromptLogprobsMatchReference) { check_prompt_logprobs(kName); }
-TEST(Qwen3, DecodeTeacherForcedMatchesReference) { check_decode_teacher_forced(kName); }
-TEST(Qwen3, FreeGreedyMatchesReference) { check_free_greedy(kName); }
-TEST(Qwen3, ChunkedPrefillMatchesOneShot) { check_chunked_prefill(kName, ops::kAttentionKeyTile); }
-TEST(Qwen3, StateCopyAndTruncate) { check_state_copy_and_truncate(kName); }
-TEST(Qwen3, CancelledStepThrows) { check_cancellation(kName); }
-TEST(Qwen3, BatchInvariant) { check_batch_invariance(kName); }
-TEST(Qwen3, TransientPlanBoundsMeasuredPeak) { check_transient_plan(kName); }
-TEST(Qwen3, LoadErrorsNameTheProblem) { check_load_errors(kName, "model.layers.1.self_attn.q_norm.weight"); }
+TEST(Qwen3, HiddenStatesMatchReference) {
+  check_hidden_states(kName);
+}
+TEST(Qwen3, PromptLogprobsMatchReference) {
+  check_prompt_logprobs(kName);
+}
+TEST(Qwen3, DecodeTeacherForcedMatchesReference) {
+  check_decode_teacher_forced(kName);
+}
+TEST(Qwen3, FreeGreedyMatchesReference) {
+  check_free_greedy(kName);
+}
+TEST(Qwen3, ChunkedPrefillMatchesOneShot) {
+  check_chunked_prefill(kName, ops::kAttentionKeyTile);
+}
+TEST(Qwen3, StateCopyAndTruncate) {
+  check_state_copy_and_truncate(kName);
+}
+TEST(Qwen3, CancelledStepThrows) {
+  check_cancellation(kName);
+}
+TEST(Qwen3, BatchInvariant) {
+  check_batch_invariance(kName);
+}
+TEST(Qwen3, TransientPlanBoundsMeasuredPeak) {
+  check_transient_plan(kName);
+}
+TEST(Qwen3, LoadErrorsNameTheProblem) {
+  check_load_errors(kName, "model.layers.1.self_attn.q_norm.weight");
+}
 
 }  // namespace
 }  // namespace keel::testing

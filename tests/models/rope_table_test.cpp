@@ -1,5 +1,5 @@
-// RoPE frequencies per rope_type against transformers' formulas (modeling_rope_utils.py) written plainly in double,
-// and the table's cos/sin against double trigonometry.
+// RoPE frequencies per rope_type against transformers' formulas (modeling_rope_utils.py) written plainly in
+// double, and the table's cos/sin against double trigonometry.
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -20,10 +20,14 @@ struct Tol {
 // libm float functions; gelu_tanh cancels in 1 + tanh(…) for x ≪ 0, so atol 1e-6 there.
 Tol tolerance(Activation f) {
   switch (f) {
-    case Activation::relu2: return {0, 1.2e-7};
-    case Activation::gelu_tanh: return {1e-6, 1e-6};
-    case Activation::gelu_erf: return {1e-7, 1e-6};
-    default: return {1e-30, 1e-6};
+    case Activation::relu2:
+      return {0, 1.2e-7};
+    case Activation::gelu_tanh:
+      return {1e-6, 1e-6};
+    case Activation::gelu_erf:
+      return {1e-7, 1e-6};
+    default:
+      return {1e-30, 1e-6};
   }
 }
 

@@ -124,12 +124,19 @@ inline double element(const Tensor& t, int64_t i) {
   }
   const void* p = t.at(idx[0], idx[1], idx[2], idx[3]);
   switch (t.dtype()) {
-    case DType::f32: return *static_cast<const float*>(p);
-    case DType::bf16: return bf16_to_f32(*static_cast<const uint16_t*>(p));
-    case DType::f16: return f16_to_f32(*static_cast<const uint16_t*>(p));
-    case DType::i32: return *static_cast<const int32_t*>(p);
-    case DType::i64: return static_cast<double>(*static_cast<const int64_t*>(p));
-    default: ADD_FAILURE() << "element(): dtype " << dtype_name(t.dtype()) << " not readable"; return 0;
+    case DType::f32:
+      return *static_cast<const float*>(p);
+    case DType::bf16:
+      return bf16_to_f32(*static_cast<const uint16_t*>(p));
+    case DType::f16:
+      return f16_to_f32(*static_cast<const uint16_t*>(p));
+    case DType::i32:
+      return *static_cast<const int32_t*>(p);
+    case DType::i64:
+      return static_cast<double>(*static_cast<const int64_t*>(p));
+    default:
+      ADD_FAILURE() << "element(): dtype " << dtype_name(t.dtype()) << " not readable";
+      return 0;
   }
 }
 
@@ -141,12 +148,23 @@ inline void set_element(const Tensor& t, int64_t i, double value) {
   }
   void* p = t.at(idx[0], idx[1], idx[2], idx[3]);
   switch (t.dtype()) {
-    case DType::f32: *static_cast<float*>(p) = static_cast<float>(value); break;
-    case DType::bf16: *static_cast<uint16_t*>(p) = f32_to_bf16(static_cast<float>(value)); break;
-    case DType::f16: *static_cast<uint16_t*>(p) = f32_to_f16(static_cast<float>(value)); break;
-    case DType::i32: *static_cast<int32_t*>(p) = static_cast<int32_t>(value); break;
-    case DType::i64: *static_cast<int64_t*>(p) = static_cast<int64_t>(value); break;
-    default: ADD_FAILURE() << "set_element(): dtype " << dtype_name(t.dtype()) << " not writable";
+    case DType::f32:
+      *static_cast<float*>(p) = static_cast<float>(value);
+      break;
+    case DType::bf16:
+      *static_cast<uint16_t*>(p) = f32_to_bf16(static_cast<float>(value));
+      break;
+    case DType::f16:
+      *static_cast<uint16_t*>(p) = f32_to_f16(static_cast<float>(value));
+      break;
+    case DType::i32:
+      *static_cast<int32_t*>(p) = static_cast<int32_t>(value);
+      break;
+    case DType::i64:
+      *static_cast<int64_t*>(p) = static_cast<int64_t>(value);
+      break;
+    default:
+      ADD_FAILURE() << "set_element(): dtype " << dtype_name(t.dtype()) << " not writable";
   }
 }
 

@@ -1,5 +1,5 @@
-// curl as the outside client for the error cases: the request is written to a file, curl sends it, and the status,
-// headers and body come back from curl's own output files.
+// curl as the outside client for the error cases: the request is written to a file, curl sends it, and the
+// status, headers and body come back from curl's own output files.
 #pragma once
 #include <unistd.h>
 
@@ -16,7 +16,7 @@ struct CurlReply {
   int status = 0;
   std::string headers;  // raw header block, as curl -D writes it
   std::string body;
-  double seconds = 0;   // curl's time_total
+  double seconds = 0;  // curl's time_total
 };
 
 inline std::string read_all(const std::filesystem::path& p) {
@@ -32,9 +32,10 @@ inline std::string shell_quote(const std::string& s) {
   return q + "'";
 }
 
-// method GET/POST; `body` sent as is (it may be malformed on purpose); `headers` like "Authorization: Bearer x".
-inline CurlReply curl(int port, const std::string& method, const std::string& path, const std::string& body = "",
-                      const std::vector<std::string>& headers = {}) {
+// method GET/POST; `body` sent as is (it may be malformed on purpose); `headers` like "Authorization: Bearer
+// x".
+inline CurlReply curl(int port, const std::string& method, const std::string& path,
+                      const std::string& body = "", const std::vector<std::string>& headers = {}) {
   static int counter = 0;
   auto dir = std::filesystem::temp_directory_path() /
              ("keel_curl_" + std::to_string(getpid()) + "_" + std::to_string(counter++));

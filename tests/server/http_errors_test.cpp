@@ -1,6 +1,6 @@
-// Every error case of ../shared/specs/api.md through curl against a real server on 127.0.0.1: the OpenAI error
-// shape, the status the spec names, `param` naming the field, 401 for the API key, 503 while loading, size limits,
-// and a prompt too long for the context refused within 100 ms with no prefill work.
+// Every error case of ../shared/specs/api.md through curl against a real server on 127.0.0.1: the OpenAI
+// error shape, the status the spec names, `param` naming the field, 401 for the API key, 503 while loading,
+// size limits, and a prompt too long for the context refused within 100 ms with no prefill work.
 #include <gtest/gtest.h>
 
 #include "curl.h"
@@ -65,7 +65,8 @@ TEST(HttpErrors, RequestErrorsAre400NamingTheField) {
     expect_error(r, 400, "", c.param, c.path + " " + c.body);
   }
   // The model's own name is accepted.
-  CurlReply ok = curl(srv.port(), "POST", "/v1/chat/completions", chat_body(R"("model": "test-model", "max_tokens": 2)"));
+  CurlReply ok = curl(srv.port(), "POST", "/v1/chat/completions",
+                      chat_body(R"("model": "test-model", "max_tokens": 2)"));
   EXPECT_EQ(ok.status, 200) << ok.body;
 }
 
@@ -78,7 +79,8 @@ TEST(HttpErrors, PromptTooLongIs400Within100msWithNoPrefill) {
   int64_t steps_before = srv.stats().scheduler.steps;
   std::string long_text;
   for (int i = 0; i < 400; ++i) long_text += "word" + std::to_string(i) + " ";
-  std::string body = R"({"max_tokens": 32000, "messages": [{"role": "user", "content": ")" + long_text + "\"}]}";
+  std::string body =
+      R"({"max_tokens": 32000, "messages": [{"role": "user", "content": ")" + long_text + "\"}]}";
   auto t0 = std::chrono::steady_clock::now();
   CurlReply r = curl(srv.port(), "POST", "/v1/chat/completions", body);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -94,7 +96,8 @@ TEST(HttpErrors, PromptTooLongIs400Within100msWithNoPrefill) {
   EXPECT_EQ(srv.stats().scheduler.steps, steps_before) << "no step ran for the refused prompt";
 
   // max_tokens beyond the room left is not an error: generation stops at the context's end with "length".
-  std::string fits = R"({"max_tokens": 32000, "temperature": 0, "messages": [{"role": "user", "content": "hi"}]})";
+  std::string fits =
+      R"({"max_tokens": 32000, "temperature": 0, "messages": [{"role": "user", "content": "hi"}]})";
   CurlReply ok = curl(srv.port(), "POST", "/v1/chat/completions", fits);
   ASSERT_EQ(ok.status, 200) << ok.body;
   server::Json j = server::Json::parse(ok.body);
@@ -109,12 +112,15 @@ TEST(HttpErrors, ApiKeyIsRequiredWhenSet) {
   InProcessServer srv(o);
   std::string body = chat_body(R"("max_tokens": 1)");
   expect_error(curl(srv.port(), "POST", "/v1/chat/completions", body), 401, "invalid_api_key", "", "no key");
-  expect_error(curl(srv.port(), "POST", "/v1/chat/completions", body, {"Authorization: Bearer s3cret-kez"}), 401,
-               "invalid_api_key", "", "wrong key");
-  expect_error(curl(srv.port(), "POST", "/v1/chat/completions", body, {"Authorization: Bearer s3cret-key-longer"}),
-               401, "invalid_api_key", "", "longer key");
+  expect_error(curl(srv.port(), "POST", "/v1/chat/completions", body, {"Authorization: Bearer s3cret-kez"}),
+               401, "invalid_api_key", "", "wrong key");
+  expect_error(
+      curl(srv.port(), "POST", "/v1/chat/completions", body, {"Authorization: Bearer s3cret-key-longer"}),
+      401, "invalid_api_key", "", "longer key");
   expect_error(curl(srv.port(), "GET", "/v1/models"), 401, "invalid_api_key", "", "models without key");
-  EXPECT_EQ(curl(srv.port(), "POST", "/v1/chat/completions", body, {"Authorization: Bearer s3cret-key"}).status, 200);
+  EXPECT_EQ(
+      curl(srv.port(), "POST", "/v1/chat/completions", body, {"Authorization: Bearer s3cret-key"}).status,
+      200);
   EXPECT_EQ(curl(srv.port(), "GET", "/v1/models", "", {"X-Api-Key: s3cret-key"}).status, 200);
   EXPECT_EQ(curl(srv.port(), "GET", "/health").status, 200) << "health needs no key";
 }
@@ -153,7 +159,8 @@ TEST(HttpErrors, SizeLimitsAndUnknownPaths) {
 
 TEST(HttpErrors, OutOfMemoryBeforeHeadersIs503WithRetryAfter) {
   InProcessServer srv;
-  srv.model().fail_from = 0;  // every step fails: the scheduler retries a bounded number of times, then gives up
+  srv.model().fail_from =
+      0;  // every step fails: the scheduler retries a bounded number of times, then gives up
   for (bool stream : {false, true}) {
     std::string body = chat_body(std::string(R"("max_tokens": 4, "stream": )") + (stream ? "true" : "false"));
     CurlReply r = curl(srv.port(), "POST", "/v1/chat/completions", body);

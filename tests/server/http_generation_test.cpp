@@ -1,7 +1,7 @@
 // Generation through the HTTP API on a real tiny model: /v1/completions fed the reference prompt's token ids
 // returns transformers' greedy continuation and log-probabilities (tests/fixtures/*/reference.safetensors);
-// streaming and non-streaming chat agree chunk by chunk; stop strings never leak; usage and logprobs are shaped
-// as the OpenAI API documents them.
+// streaming and non-streaming chat agree chunk by chunk; stop strings never leak; usage and logprobs are
+// shaped as the OpenAI API documents them.
 #include <gtest/gtest.h>
 
 #include "load/safetensors.h"
@@ -26,11 +26,13 @@ Reference load_reference(const std::string& model) {
     const uint8_t* p = f.data(t);
     if (t.name == "prompt_ids" || t.name == "greedy_tokens") {
       auto& out = t.name == "prompt_ids" ? r.prompt : r.greedy;
-      for (int64_t i = 0; i < t.numel; ++i) out.push_back(static_cast<int32_t>(reinterpret_cast<const int64_t*>(p)[i]));
+      for (int64_t i = 0; i < t.numel; ++i)
+        out.push_back(static_cast<int32_t>(reinterpret_cast<const int64_t*>(p)[i]));
     }
     if (t.name == "greedy_logprobs") {
       const float* v = reinterpret_cast<const float*>(p);
-      for (int64_t s = 0; s < t.shape[0]; ++s) r.greedy_logprobs.emplace_back(v + s * t.shape[1], v + (s + 1) * t.shape[1]);
+      for (int64_t s = 0; s < t.shape[0]; ++s)
+        r.greedy_logprobs.emplace_back(v + s * t.shape[1], v + (s + 1) * t.shape[1]);
     }
   }
   return r;
@@ -52,7 +54,8 @@ std::vector<Json> stream(InProcessServer& srv, const std::string& path, const Js
   EXPECT_EQ(c.status, 200);
   EXPECT_EQ(c.headers["content-type"].rfind("text/event-stream", 0), 0u) << c.headers["content-type"];
   std::vector<Json> events;
-  for (const std::string& d : sse_data(c.read_body())) events.push_back(d == "[DONE]" ? Json(d) : Json::parse(d));
+  for (const std::string& d : sse_data(c.read_body()))
+    events.push_back(d == "[DONE]" ? Json(d) : Json::parse(d));
   return events;
 }
 
@@ -79,7 +82,8 @@ TEST_P(CompletionVsTransformers, GreedyTokensAndLogprobs) {
   Json r = post(srv, "/v1/completions", body);
   ASSERT_TRUE(r.is_object());
   const Json& choice = r["choices"][0];
-  // Text: what the reference's tokens decode to, special tokens dropped (none is the end-of-generation token).
+  // Text: what the reference's tokens decode to, special tokens dropped (none is the end-of-generation
+  // token).
   std::vector<int32_t> shown;
   for (int32_t id : ref.greedy) {
     ASSERT_NE(std::optional<int32_t>(id), srv.tokenizer().eos_id());
@@ -92,7 +96,8 @@ TEST_P(CompletionVsTransformers, GreedyTokensAndLogprobs) {
   const Json& lp = choice["logprobs"]["token_logprobs"];
   ASSERT_EQ(lp.size(), 24u);
   for (size_t s = 0; s < 24; ++s)
-    EXPECT_NEAR(lp[s].get<double>(), ref.greedy_logprobs[s][static_cast<size_t>(ref.greedy[s])], 1e-3) << "step " << s;
+    EXPECT_NEAR(lp[s].get<double>(), ref.greedy_logprobs[s][static_cast<size_t>(ref.greedy[s])], 1e-3)
+        << "step " << s;
 
   // Streamed: the same text in pieces, then the finish reason, then [DONE].
   body["stream"] = true;
@@ -127,7 +132,8 @@ TEST(ChatGeneration, StreamAgreesWithNonStream) {
   std::string content = msg["content"].is_string() ? msg["content"].get<std::string>() : "";
   std::string reason = whole["choices"][0]["finish_reason"];
   const Json& usage = whole["usage"];
-  EXPECT_EQ(usage["total_tokens"], usage["prompt_tokens"].get<int64_t>() + usage["completion_tokens"].get<int64_t>());
+  EXPECT_EQ(usage["total_tokens"],
+            usage["prompt_tokens"].get<int64_t>() + usage["completion_tokens"].get<int64_t>());
   EXPECT_TRUE(usage["prompt_tokens_details"]["cached_tokens"].is_number_integer());
   if (reason == "length") {
     EXPECT_EQ(usage["completion_tokens"], 12);
@@ -169,7 +175,8 @@ TEST(ChatGeneration, StopStringsNeverLeak) {
   Json cut = post(srv, "/v1/chat/completions", body);
   EXPECT_EQ(cut["choices"][0]["message"]["content"], want);
   EXPECT_EQ(cut["choices"][0]["finish_reason"], "stop");
-  EXPECT_LT(cut["usage"]["completion_tokens"].get<int64_t>(), whole["usage"]["completion_tokens"].get<int64_t>());
+  EXPECT_LT(cut["usage"]["completion_tokens"].get<int64_t>(),
+            whole["usage"]["completion_tokens"].get<int64_t>());
   body["stream"] = true;
   std::vector<Json> events = stream(srv, "/v1/chat/completions", body);
   std::string streamed = chat_content_of_stream(events);

@@ -1,6 +1,7 @@
-// A request's life around the engine: more open streams than cpp-httplib's default 8 workers do not starve a new
-// connection; a long prefill keeps the client's connection alive (SSE comments, or whitespace before a JSON body);
-// a client that hangs up mid-prefill cancels its request at once and its memory returns (as /metrics shows).
+// A request's life around the engine: more open streams than cpp-httplib's default 8 workers do not starve a
+// new connection; a long prefill keeps the client's connection alive (SSE comments, or whitespace before a
+// JSON body); a client that hangs up mid-prefill cancels its request at once and its memory returns (as
+// /metrics shows).
 #include <gtest/gtest.h>
 
 #include <regex>
@@ -17,7 +18,8 @@ namespace {
 std::string long_prompt_body(const tokenizer::Tokenizer& tok, int64_t tokens, bool stream) {
   std::string text;
   int i = 0;
-  while (static_cast<int64_t>(tok.encode(text).size()) < tokens) text += "the quiet river " + std::to_string(i++) + " ";
+  while (static_cast<int64_t>(tok.encode(text).size()) < tokens)
+    text += "the quiet river " + std::to_string(i++) + " ";
   Json body = {{"messages", Json::array({Json{{"role", "user"}, {"content", text}}})},
                {"max_tokens", 4},
                {"temperature", 0},

@@ -1,8 +1,9 @@
-// A bounded load run on loopback: N mixed requests (chat streamed and not, text completions, short and ~1500-token
-// prompts, every tenth client hanging up mid-stream), C at a time, against the bundled hybrid model under
-// --parallel 4. Every request must succeed (or be the deliberate hang-up), the server must stay up, and the pool
-// must be back at its idle level at the end. Small in ctest; KEEL_LOAD_REQUESTS / KEEL_LOAD_CONCURRENCY make it
-// bigger, and it prints the figures (requests/s, latency percentiles, tokens/s, pool peak).
+// A bounded load run on loopback: N mixed requests (chat streamed and not, text completions, short and
+// ~1500-token prompts, every tenth client hanging up mid-stream), C at a time, against the bundled hybrid
+// model under
+// --parallel 4. Every request must succeed (or be the deliberate hang-up), the server must stay up, and the
+// pool must be back at its idle level at the end. Small in ctest; KEEL_LOAD_REQUESTS / KEEL_LOAD_CONCURRENCY
+// make it bigger, and it prints the figures (requests/s, latency percentiles, tokens/s, pool peak).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -150,17 +151,23 @@ TEST(HttpLoad, MixedRequestsAllSucceedAndMemoryReturns) {
   EXPECT_EQ(failures, 0);
   auto health = srv.client().Get("/health");
   EXPECT_TRUE(health && health->status == 200) << "the server still answers";
-  EXPECT_TRUE(srv.wait_idle()) << "pool " << srv.pool().in_use() << " idle " << InProcessServer::idle_bytes(srv.stats());
+  EXPECT_TRUE(srv.wait_idle()) << "pool " << srv.pool().in_use() << " idle "
+                               << InProcessServer::idle_bytes(srv.stats());
   EngineStats s = srv.stats();
   // Idle again: what the model holds, plus what the prompt cache keeps (bounded by its entry count).
   EXPECT_EQ(srv.pool().in_use() - s.scheduler.prompt_cache_bytes, idle_before);
   std::sort(latencies.begin(), latencies.end());
-  auto pct = [&](double p) { return latencies.empty() ? 0.0 : latencies[static_cast<size_t>(p * (latencies.size() - 1))]; };
-  std::printf("load: %d requests (%d hung up on purpose), %d at a time, %.1f s: %.2f req/s, %.1f generated tok/s; "
-              "latency p50 %.3f s, p95 %.3f s, max %.3f s; pool peak %.2f MiB over an idle %.2f MiB (limit %.0f MiB); "
-              "steps %lld, deferred %lld, preemptions %lld, cache hits %lld\n",
-              n_requests, hung_up, concurrency, wall, n_requests / wall, tokens / wall, pct(0.5), pct(0.95), pct(1.0),
-              srv.pool().peak() / 1048576.0, InProcessServer::idle_bytes(s) / 1048576.0, srv.pool().limit() / 1048576.0,
-              static_cast<long long>(s.scheduler.steps), static_cast<long long>(s.scheduler.deferred),
-              static_cast<long long>(s.scheduler.preemptions), static_cast<long long>(s.scheduler.prompt_cache_hits));
+  auto pct = [&](double p) {
+    return latencies.empty() ? 0.0 : latencies[static_cast<size_t>(p * (latencies.size() - 1))];
+  };
+  std::printf(
+      "load: %d requests (%d hung up on purpose), %d at a time, %.1f s: %.2f req/s, %.1f generated tok/s; "
+      "latency p50 %.3f s, p95 %.3f s, max %.3f s; pool peak %.2f MiB over an idle %.2f MiB (limit %.0f "
+      "MiB); "
+      "steps %lld, deferred %lld, preemptions %lld, cache hits %lld\n",
+      n_requests, hung_up, concurrency, wall, n_requests / wall, tokens / wall, pct(0.5), pct(0.95), pct(1.0),
+      srv.pool().peak() / 1048576.0, InProcessServer::idle_bytes(s) / 1048576.0,
+      srv.pool().limit() / 1048576.0, static_cast<long long>(s.scheduler.steps),
+      static_cast<long long>(s.scheduler.deferred), static_cast<long long>(s.scheduler.preemptions),
+      static_cast<long long>(s.scheduler.prompt_cache_hits));
 }

@@ -1,5 +1,5 @@
-// `keel serve` as a child process on 127.0.0.1 at a free port, its output in a log file; and the parrot models
-// (tools/make_parrot_model.py), generated once per test binary into the build folder.
+// `keel serve` as a child process on 127.0.0.1 at a free port, its output in a log file; and the parrot
+// models (tools/make_parrot_model.py), generated once per test binary into the build folder.
 #pragma once
 #include <fcntl.h>
 #include <httplib.h>
@@ -22,7 +22,9 @@
 
 namespace keel::testing {
 
-inline std::string keel_binary() { return std::string(KEEL_BINARY_DIR) + "/keel"; }
+inline std::string keel_binary() {
+  return std::string(KEEL_BINARY_DIR) + "/keel";
+}
 
 // A port nothing listens on now (the kernel's pick for a socket bound to port 0).
 inline int free_port() {
@@ -37,20 +39,22 @@ inline int free_port() {
   return ntohs(a.sin_port);
 }
 
-// The parrot model of `mode` ("tool" or "text"), written by tools/make_parrot_model.py; its folder. One folder per
-// process: ctest runs tests of one binary in parallel processes, which must not rewrite a folder another reads.
+// The parrot model of `mode` ("tool" or "text"), written by tools/make_parrot_model.py; its folder. One
+// folder per process: ctest runs tests of one binary in parallel processes, which must not rewrite a folder
+// another reads.
 inline std::string parrot_model(const std::string& mode) {
   std::string dir =
       std::string(KEEL_BINARY_DIR) + "/tests/server/parrot-" + mode + "-" + std::to_string(::getpid());
-  std::string cmd = "python3 " + std::string(KEEL_SOURCE_DIR) + "/tools/make_parrot_model.py " + dir + " --mode " + mode;
+  std::string cmd =
+      "python3 " + std::string(KEEL_SOURCE_DIR) + "/tools/make_parrot_model.py " + dir + " --mode " + mode;
   if (std::system(cmd.c_str()) != 0) throw std::runtime_error("failed: " + cmd);
   return dir;
 }
 
 class KeelServe {
  public:
-  // Runs `keel serve ARGS --port P` (P free, or `port_in_args` when ARGS already name it) and, when `wait_ready`,
-  // waits for GET /health to answer 200.
+  // Runs `keel serve ARGS --port P` (P free, or `port_in_args` when ARGS already name it) and, when
+  // `wait_ready`, waits for GET /health to answer 200.
   explicit KeelServe(std::vector<std::string> args, bool wait_ready = true, int port_in_args = 0) {
     port = port_in_args;
     if (port == 0) {

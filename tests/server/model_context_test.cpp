@@ -1,14 +1,15 @@
 // From a validated chat request to engine input, with the published chat templates (../shared/fixtures): the
-// template's kwargs reach it (Qwen3's enable_thinking: false closes an empty think block in the generation prompt, as
-// its source does), the output parser starts where the prompt leaves the model (inside <think> for Qwen3.5),
-// tool_choice "none" turns tool-call parsing off, and the model name check.
+// template's kwargs reach it (Qwen3's enable_thinking: false closes an empty think block in the generation
+// prompt, as its source does), the output parser starts where the prompt leaves the model (inside <think> for
+// Qwen3.5), tool_choice "none" turns tool-call parsing off, and the model name check.
+#include "server/model_context.h"
+
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <sstream>
 
 #include "chat/parsers/output_format.h"
-#include "server/model_context.h"
 
 using namespace keel;
 using namespace keel::server;
@@ -47,12 +48,14 @@ struct Fixture {
 TEST(PrepareChat, Qwen3EnableThinkingFalseReachesTheTemplate) {
   Fixture f("Qwen-Qwen3-0.6B.jinja");
   EXPECT_EQ(f.ctx.output_format.tools, chat::ToolSyntax::hermes_json);
-  PreparedPrompt thinking = prepare_chat(f.ctx, f.request(R"({"messages": [{"role": "user", "content": "hi"}]})"));
+  PreparedPrompt thinking =
+      prepare_chat(f.ctx, f.request(R"({"messages": [{"role": "user", "content": "hi"}]})"));
   EXPECT_TRUE(f.prompt_text(thinking).ends_with("<|im_start|>assistant\n")) << f.prompt_text(thinking);
   EXPECT_EQ(thinking.parser->reasoning, chat::ReasoningStart::optional);
   PreparedPrompt plain = prepare_chat(f.ctx, f.request(R"({"messages": [{"role": "user", "content": "hi"}],
                                                           "chat_template_kwargs": {"enable_thinking": false}})"));
-  EXPECT_TRUE(f.prompt_text(plain).ends_with("<|im_start|>assistant\n<think>\n\n</think>\n\n")) << f.prompt_text(plain);
+  EXPECT_TRUE(f.prompt_text(plain).ends_with("<|im_start|>assistant\n<think>\n\n</think>\n\n"))
+      << f.prompt_text(plain);
   EXPECT_EQ(plain.parser->reasoning, chat::ReasoningStart::disabled);
 }
 
@@ -65,7 +68,8 @@ TEST(PrepareChat, Qwen35GenerationPromptOpensThinking) {
 
 TEST(PrepareChat, ToolsAndToolChoice) {
   Fixture f("Qwen3-Coder.jinja");
-  const char* with_tools = R"({"messages": [{"role": "user", "content": "weather?"}], "tools": [{"type": "function",
+  const char* with_tools =
+      R"({"messages": [{"role": "user", "content": "weather?"}], "tools": [{"type": "function",
       "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}]})";
   PreparedPrompt p = prepare_chat(f.ctx, f.request(with_tools));
   EXPECT_EQ(p.parser->tools, chat::ToolSyntax::qwen3_xml);
@@ -81,7 +85,8 @@ TEST(PrepareChat, TemplateErrorsAndModelNames) {
   Fixture f("Qwen-Qwen3-0.6B.jinja");
   // Qwen3's template raises when no user query is found.
   try {
-    prepare_chat(f.ctx, f.request(R"({"messages": [{"role": "system", "content": "only a system message"}]})"));
+    prepare_chat(f.ctx,
+                 f.request(R"({"messages": [{"role": "system", "content": "only a system message"}]})"));
   } catch (const ApiError& e) {
     EXPECT_EQ(e.status(), 400);
     EXPECT_EQ(e.param(), "messages");
@@ -97,10 +102,11 @@ TEST(PrepareChat, TemplateErrorsAndModelNames) {
   EXPECT_NO_THROW(check_model_name(f.ctx, ""));
 }
 
-// Message boundaries for the engine's checkpoints: where the last message starts and where the conversation ends
-// before the generation prompt — for ChatML, the positions of the second and third <|im_start|> of a
-// [system, user] conversation (Qwen3.5's template refuses a conversation without a user message, so there only
-// the second boundary exists). Qwen3.5's next turn (reasoning dropped from history, its generation prompt's
+// Message boundaries for the engine's checkpoints: where the last message starts and where the conversation
+// ends before the generation prompt — for ChatML, the positions of the second and third <|im_start|> of a
+// [system, user] conversation (Qwen3.5's template refuses a conversation without a user message, so there
+// only the second boundary exists). Qwen3.5's next turn (reasoning dropped from history, its generation
+// prompt's
 // "<think>\n" gone) shares the first turn's prompt up to the last boundary but not up to its last token, so a
 // recurrent model's checkpoint one token short of the prompt's end alone would miss it.
 TEST(PrepareChat, MessageBoundariesAreWhereTheNextTurnDiverges) {

@@ -1,15 +1,18 @@
-// Request validation against the OpenAI API reference's rules: every malformed field is a 400 naming it (`param`),
-// unsupported features are refused rather than ignored, and valid bodies come out typed. The expected values are
-// written from the API reference (platform.openai.com/docs/api-reference/chat/create), not from keel.
-#include <gtest/gtest.h>
-
+// Request validation against the OpenAI API reference's rules: every malformed field is a 400 naming it
+// (`param`), unsupported features are refused rather than ignored, and valid bodies come out typed. The
+// expected values are written from the API reference (platform.openai.com/docs/api-reference/chat/create),
+// not from keel.
 #include "server/openai_request.h"
+
+#include <gtest/gtest.h>
 
 using namespace keel::server;
 
 namespace {
 
-Json body(const char* text) { return Json::parse(text); }
+Json body(const char* text) {
+  return Json::parse(text);
+}
 
 // The ApiError a chat body raises (fails the test when it raises none).
 ApiError chat_error(const char* text) {
@@ -78,13 +81,14 @@ TEST(ChatRequest, EveryFieldIsRead) {
 }
 
 TEST(ChatRequest, ToolsAndToolChoice) {
-  const char* tools = R"([{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}])";
-  ChatRequest r = parse_chat_request(
-      body((std::string(R"({"messages": [{"role": "user", "content": "x"}], "tools": )") + tools + "}").c_str()));
+  const char* tools =
+      R"([{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}])";
+  ChatRequest r = parse_chat_request(body(
+      (std::string(R"({"messages": [{"role": "user", "content": "x"}], "tools": )") + tools + "}").c_str()));
   EXPECT_TRUE(r.parse_tool_calls);
   EXPECT_EQ(r.tools.size(), 1u);
-  r = parse_chat_request(body((std::string(R"({"messages": [{"role": "user", "content": "x"}], "tools": )") + tools +
-                               R"(, "tool_choice": "none"})")
+  r = parse_chat_request(body((std::string(R"({"messages": [{"role": "user", "content": "x"}], "tools": )") +
+                               tools + R"(, "tool_choice": "none"})")
                                   .c_str()));
   EXPECT_FALSE(r.parse_tool_calls);
   EXPECT_EQ(r.tools.size(), 1u);  // the template still sees them; the output is not parsed for calls
@@ -144,7 +148,8 @@ TEST(ChatRequest, ErrorsNameTheField) {
       {R"({"messages": [{"role": "user", "content": "x"}], "seed": "s"})", "seed"},
       {R"({"messages": [{"role": "user", "content": "x"}], "max_tokens": 0})", "max_tokens"},
       {R"({"messages": [{"role": "user", "content": "x"}], "max_tokens": -5})", "max_tokens"},
-      {R"({"messages": [{"role": "user", "content": "x"}], "max_completion_tokens": "9"})", "max_completion_tokens"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "max_completion_tokens": "9"})",
+       "max_completion_tokens"},
       {R"({"messages": [{"role": "user", "content": "x"}], "stop": 1})", "stop"},
       {R"({"messages": [{"role": "user", "content": "x"}], "stop": ["a", 2]})", "stop[1]"},
       {R"({"messages": [{"role": "user", "content": "x"}], "stream": "yes"})", "stream"},
@@ -152,16 +157,20 @@ TEST(ChatRequest, ErrorsNameTheField) {
        "stream_options.include_usage"},
       {R"({"messages": [{"role": "user", "content": "x"}], "logprobs": 1})", "logprobs"},
       {R"({"messages": [{"role": "user", "content": "x"}], "top_logprobs": 2})", "top_logprobs"},
-      {R"({"messages": [{"role": "user", "content": "x"}], "logprobs": true, "top_logprobs": 21})", "top_logprobs"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "logprobs": true, "top_logprobs": 21})",
+       "top_logprobs"},
       {R"({"messages": [{"role": "user", "content": "x"}], "n": 2})", "n"},
       {R"({"messages": [{"role": "user", "content": "x"}], "n": 0})", "n"},
       {R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_object"}})",
        "response_format"},
       {R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_schema",
-          "json_schema": {"name": "a", "schema": {}}}})", "response_format"},
-      {R"({"messages": [{"role": "user", "content": "x"}], "chat_template_kwargs": []})", "chat_template_kwargs"},
+          "json_schema": {"name": "a", "schema": {}}}})",
+       "response_format"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "chat_template_kwargs": []})",
+       "chat_template_kwargs"},
       {R"({"messages": [{"role": "user", "content": "x"}], "tool_choice": 1})", "tool_choice"},
-      {R"({"messages": [{"role": "user", "content": "x"}], "parallel_tool_calls": "no"})", "parallel_tool_calls"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "parallel_tool_calls": "no"})",
+       "parallel_tool_calls"},
   };
   for (const Case& c : cases) {
     ApiError e = chat_error(c.body);
@@ -185,7 +194,8 @@ TEST(ChatRequest, ErrorJsonHasTheOpenAIShape) {
 }
 
 TEST(ChatRequest, MaxTokensMinusOneMeansUntilTheContextEnds) {
-  ChatRequest r = parse_chat_request(body(R"({"messages": [{"role": "user", "content": "x"}], "max_tokens": -1})"));
+  ChatRequest r =
+      parse_chat_request(body(R"({"messages": [{"role": "user", "content": "x"}], "max_tokens": -1})"));
   EXPECT_FALSE(r.gen.max_tokens.has_value());
   r = parse_chat_request(body(R"({"messages": [{"role": "user", "content": "x"}], "max_tokens": 32000})"));
   EXPECT_EQ(*r.gen.max_tokens, 32000);  // larger than any context here: not an error
@@ -218,7 +228,8 @@ TEST(JsonBody, MalformedAndHostileBodies) {
 }
 
 TEST(CompletionRequest, PromptForms) {
-  CompletionRequest r = parse_completion_request(body(R"({"prompt": "Once upon", "max_tokens": 5, "logprobs": 2})"));
+  CompletionRequest r =
+      parse_completion_request(body(R"({"prompt": "Once upon", "max_tokens": 5, "logprobs": 2})"));
   EXPECT_EQ(r.prompt, "Once upon");
   EXPECT_EQ(*r.gen.max_tokens, 5);
   EXPECT_TRUE(r.gen.logprobs);

@@ -1,6 +1,6 @@
-// A minimal HTTP/1.1 client on a plain socket, written for the tests: it shares no code with the server, reads a
-// response incrementally (chunked or with a length), times what it sees, and can hang up at any moment, which
-// cpp-httplib's client cannot.
+// A minimal HTTP/1.1 client on a plain socket, written for the tests: it shares no code with the server,
+// reads a response incrementally (chunked or with a length), times what it sees, and can hang up at any
+// moment, which cpp-httplib's client cannot.
 #pragma once
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -27,7 +27,8 @@ class RawHttp {
     a.sin_family = AF_INET;
     a.sin_port = htons(static_cast<uint16_t>(port));
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) throw std::runtime_error("connect failed");
+    if (::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0)
+      throw std::runtime_error("connect failed");
   }
   ~RawHttp() { close(); }
   RawHttp(const RawHttp&) = delete;
@@ -115,7 +116,8 @@ class RawHttp {
  private:
   // Reads what the socket has; false on timeout or close.
   bool fill(std::chrono::steady_clock::time_point deadline) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) return false;
     pollfd p{fd_, POLLIN, 0};
     if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) return false;
@@ -134,7 +136,8 @@ class RawHttp {
   bool decode() {
     if (!chunked_) {
       if (raw_.empty()) return false;
-      size_t take = remaining_ < 0 ? raw_.size() : std::min<size_t>(raw_.size(), static_cast<size_t>(remaining_));
+      size_t take =
+          remaining_ < 0 ? raw_.size() : std::min<size_t>(raw_.size(), static_cast<size_t>(remaining_));
       body += raw_.substr(0, take);
       raw_.erase(0, take);
       if (remaining_ >= 0) {

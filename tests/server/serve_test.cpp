@@ -1,8 +1,9 @@
 // `keel serve` as a desktop app or a user runs it: the exact launch line is accepted, bad flags fail with a
 // message, a memory limit too small refuses to start with the numbers, SIGTERM stops it cleanly, the bundled
-// model is the default. And tool calls end to end through the normal loader, sampler, detokenizer and parser: the
-// parrot model's reply is known in advance (tools/make_parrot_model.py writes it to parrot.json), and the API
-// must return it as reasoning_content + tool_calls, streamed as delta.tool_calls, finish_reason "tool_calls".
+// model is the default. And tool calls end to end through the normal loader, sampler, detokenizer and parser:
+// the parrot model's reply is known in advance (tools/make_parrot_model.py writes it to parrot.json), and the
+// API must return it as reasoning_content + tool_calls, streamed as delta.tool_calls, finish_reason
+// "tool_calls".
 #include <gtest/gtest.h>
 
 #include "keel_process.h"
@@ -93,12 +94,14 @@ TEST(Serve, ModelsReportsTheContextMemoryAllows) {
   // A prompt of `usable` tokens is refused at once (no room for a generated token); a shorter one runs.
   Json tokens = Json::array();
   for (int64_t i = 0; i < usable; ++i) tokens.push_back(300 + i % 100);
-  auto r = s.client().Post("/v1/completions", Json{{"prompt", tokens}, {"max_tokens", 1}}.dump(), "application/json");
+  auto r = s.client().Post("/v1/completions", Json{{"prompt", tokens}, {"max_tokens", 1}}.dump(),
+                           "application/json");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 400) << r->body;
   EXPECT_EQ(Json::parse(r->body)["error"]["code"], "context_length_exceeded");
   tokens.erase(tokens.end() - 8, tokens.end());
-  r = s.client().Post("/v1/completions", Json{{"prompt", tokens}, {"max_tokens", 4}}.dump(), "application/json");
+  r = s.client().Post("/v1/completions", Json{{"prompt", tokens}, {"max_tokens", 4}}.dump(),
+                      "application/json");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 200) << r->body;
 }
@@ -120,8 +123,9 @@ TEST(ToolCalls, ParrotNonStreaming) {
   Json expect = parrot_expect(model);
   KeelServe s({"--model", model, "--ctx-size", "4096"});
   ASSERT_TRUE(s.ready) << s.log();
-  Json body = {{"messages", Json::array({Json{{"role", "user"}, {"content", "What is the weather in Paris?"}}})},
-               {"tools", weather_tools()}};
+  Json body = {
+      {"messages", Json::array({Json{{"role", "user"}, {"content", "What is the weather in Paris?"}}})},
+      {"tools", weather_tools()}};
   auto res = s.client().Post("/v1/chat/completions", body.dump(), "application/json");
   ASSERT_TRUE(res);
   ASSERT_EQ(res->status, 200) << res->body;
@@ -135,12 +139,14 @@ TEST(ToolCalls, ParrotNonStreaming) {
   EXPECT_EQ(call["type"], "function");
   EXPECT_EQ(call["id"].get<std::string>().rfind("call_", 0), 0u);
   EXPECT_EQ(call["function"]["name"], expect["tool_calls"][0]["name"]);
-  EXPECT_EQ(Json::parse(call["function"]["arguments"].get<std::string>()), expect["tool_calls"][0]["arguments"]);
+  EXPECT_EQ(Json::parse(call["function"]["arguments"].get<std::string>()),
+            expect["tool_calls"][0]["arguments"]);
 
   // The conversation goes on: the call and its result go back in, arguments as the string the API gave.
   Json turn2 = body;
   turn2["messages"].push_back(msg);
-  turn2["messages"].push_back(Json{{"role", "tool"}, {"tool_call_id", call["id"]}, {"content", "sunny, 21 C"}});
+  turn2["messages"].push_back(
+      Json{{"role", "tool"}, {"tool_call_id", call["id"]}, {"content", "sunny, 21 C"}});
   auto res2 = s.client().Post("/v1/chat/completions", turn2.dump(), "application/json");
   ASSERT_TRUE(res2);
   EXPECT_EQ(res2->status, 200) << res2->body;
@@ -151,7 +157,8 @@ TEST(ToolCalls, ParrotNonStreaming) {
   Json plain = Json::parse(s.client().Post("/v1/chat/completions", body.dump(), "application/json")->body);
   EXPECT_EQ(plain["choices"][0]["finish_reason"], "stop");
   EXPECT_FALSE(plain["choices"][0]["message"].contains("tool_calls"));
-  EXPECT_NE(plain["choices"][0]["message"]["content"].get<std::string>().find("<tool_call>"), std::string::npos);
+  EXPECT_NE(plain["choices"][0]["message"]["content"].get<std::string>().find("<tool_call>"),
+            std::string::npos);
 }
 
 TEST(ToolCalls, ParrotStreaming) {

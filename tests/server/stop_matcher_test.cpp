@@ -1,11 +1,11 @@
-// Stop strings over a stream: the output a client sees equals the whole text cut before the first stop string,
-// whatever the split into deltas; nothing of a stop string is ever emitted. The oracle is std::string::find on
-// the whole text, computed in the test.
+// Stop strings over a stream: the output a client sees equals the whole text cut before the first stop
+// string, whatever the split into deltas; nothing of a stop string is ever emitted. The oracle is
+// std::string::find on the whole text, computed in the test.
+#include "server/stop_matcher.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
-
-#include "server/stop_matcher.h"
 
 using keel::server::StopMatcher;
 

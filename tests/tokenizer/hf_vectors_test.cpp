@@ -15,7 +15,8 @@ namespace {
 
 class HfVectors : public ::testing::TestWithParam<std::string> {};
 
-std::string describe(const Tokenizer& tok, const nlohmann::json& c, const char* field, const std::vector<TokenId>& got) {
+std::string describe(const Tokenizer& tok, const nlohmann::json& c, const char* field,
+                     const std::vector<TokenId>& got) {
   return fmt::format("text \"{}\"\n  expected {}\n  got      {}", escaped(c["text"].get<std::string>()),
                      pieces_of(tok, ids_of(c[field])), pieces_of(tok, got));
 }
@@ -49,9 +50,10 @@ TEST_P(HfVectors, EncodeAndDecodeMatchTheLibrary) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, HfVectors,
-                         ::testing::Values("bpe_bytelevel", "bpe_llama3_split", "sp_bpe_legacy", "sp_bpe_metaspace",
-                                           "sp_metaspace_always", "bpe_nfkc_digits", "bpe_prepend_replace_digits",
-                                           "bpe_split_behaviors", "bpe_whitespace"));
+                         ::testing::Values("bpe_bytelevel", "bpe_llama3_split", "sp_bpe_legacy",
+                                           "sp_bpe_metaspace", "sp_metaspace_always", "bpe_nfkc_digits",
+                                           "bpe_prepend_replace_digits", "bpe_split_behaviors",
+                                           "bpe_whitespace"));
 
 // encode() is const and shared between request threads: four threads at once still give the library's ids.
 TEST(HfVectorsThreads, ConcurrentEncodeMatchesTheLibrary) {

@@ -1,6 +1,7 @@
-// The Qwen3 tokenizer.json (../shared/fixtures/tokenizers/qwen3) against outside oracles: llama.cpp's qwen2 and
-// qwen35 input → ids vectors (produced with HF transformers), and the Hugging Face tokenizers library's recordings
-// in tests/fixtures/tokenizers/qwen3/vectors.json (special tokens allowed and not, decodes, random id decodes).
+// The Qwen3 tokenizer.json (../shared/fixtures/tokenizers/qwen3) against outside oracles: llama.cpp's qwen2
+// and qwen35 input → ids vectors (produced with HF transformers), and the Hugging Face tokenizers library's
+// recordings in tests/fixtures/tokenizers/qwen3/vectors.json (special tokens allowed and not, decodes, random
+// id decodes).
 #include <gtest/gtest.h>
 
 #include "tokenizer_test_util.h"
@@ -19,8 +20,8 @@ TEST(Qwen3, LlamaCppQwen2VectorsExactAndRoundTrip) {
     if (ids == v.ids)
       ++exact;
     else
-      ADD_FAILURE() << "\"" << escaped(v.text) << "\"\n  expected " << pieces_of(qwen3(), v.ids) << "\n  got      "
-                    << pieces_of(qwen3(), ids);
+      ADD_FAILURE() << "\"" << escaped(v.text) << "\"\n  expected " << pieces_of(qwen3(), v.ids)
+                    << "\n  got      " << pieces_of(qwen3(), ids);
     EXPECT_EQ(qwen3().decode(v.ids), v.text);
   }
   EXPECT_EQ(exact, 46);
@@ -46,7 +47,8 @@ TEST(Qwen3, LlamaCppQwen35VectorsAndNfc) {
   for (const auto& v : vectors) {
     const auto ids = qwen3().encode(v.text);
     if (has_combining_mark(v.text)) {
-      // Qwen3.5 keeps combining marks, Qwen3 applies NFC: the decomposed input must tokenize as the precomposed.
+      // Qwen3.5 keeps combining marks, Qwen3 applies NFC: the decomposed input must tokenize as the
+      // precomposed.
       ++nfc_cases;
       const std::string composed = normalize(v.text, NormalForm::nfc);
       EXPECT_NE(composed, v.text);
@@ -56,8 +58,8 @@ TEST(Qwen3, LlamaCppQwen35VectorsAndNfc) {
     if (ids == v.ids)
       ++exact;
     else
-      ADD_FAILURE() << "\"" << escaped(v.text) << "\"\n  expected " << pieces_of(qwen3(), v.ids) << "\n  got      "
-                    << pieces_of(qwen3(), ids);
+      ADD_FAILURE() << "\"" << escaped(v.text) << "\"\n  expected " << pieces_of(qwen3(), v.ids)
+                    << "\n  got      " << pieces_of(qwen3(), ids);
   }
   EXPECT_EQ(exact, 47);
   EXPECT_EQ(nfc_cases, 3);
@@ -67,9 +69,12 @@ TEST(Qwen3, LlamaCppQwen35VectorsAndNfc) {
 
 TEST(Qwen3, ChatMarkersAreSingleIdsOnlyWhenAllowed) {
   const std::string rendered =
-      "<|im_start|>user\nWhat is 2+2?<|im_end|>\n<|im_start|>assistant\n<think>\nSimple.\n</think>\n\n4<|im_end|>";
+      "<|im_start|>user\nWhat is "
+      "2+2?<|im_end|>\n<|im_start|>assistant\n<think>\nSimple.\n</think>\n\n4<|im_end|>";
   const auto allowed = qwen3().encode(rendered, {.allow_special = true});
-  auto count = [](const std::vector<TokenId>& ids, TokenId id) { return std::count(ids.begin(), ids.end(), id); };
+  auto count = [](const std::vector<TokenId>& ids, TokenId id) {
+    return std::count(ids.begin(), ids.end(), id);
+  };
   EXPECT_EQ(count(allowed, 151644), 2);  // <|im_start|>
   EXPECT_EQ(count(allowed, 151645), 2);  // <|im_end|>
   EXPECT_EQ(count(allowed, 151667), 1);  // <think>
@@ -77,8 +82,9 @@ TEST(Qwen3, ChatMarkersAreSingleIdsOnlyWhenAllowed) {
   EXPECT_EQ(allowed.front(), 151644);
   EXPECT_EQ(qwen3().decode(allowed), rendered);
 
-  // Not allowed: special tokens go through BPE ("<", "|", "im", "_start", "|", ">"...); <think> and </think> are
-  // "special": false in Qwen3's added_tokens, and the library matches those always, so they stay single ids.
+  // Not allowed: special tokens go through BPE ("<", "|", "im", "_start", "|", ">"...); <think> and </think>
+  // are "special": false in Qwen3's added_tokens, and the library matches those always, so they stay single
+  // ids.
   const auto raw = qwen3().encode(rendered, {.allow_special = false});
   EXPECT_EQ(count(raw, 151644), 0);
   EXPECT_EQ(count(raw, 151645), 0);
@@ -113,8 +119,10 @@ TEST(Qwen3, HuggingFaceRecordings) {
     const auto ids = qwen3().encode(text, {.allow_special = true});
     const auto ids_no = qwen3().encode(text, {.allow_special = false});
     EXPECT_EQ(ids, ids_of(c["ids"])) << escaped(text) << "\n  got " << pieces_of(qwen3(), ids);
-    EXPECT_EQ(ids_no, ids_of(c["ids_no_special"])) << escaped(text) << "\n  got " << pieces_of(qwen3(), ids_no);
-    EXPECT_EQ(qwen3().encode(text, {.allow_special = true, .add_special_tokens = true}), ids_of(c["ids_add_special"]));
+    EXPECT_EQ(ids_no, ids_of(c["ids_no_special"]))
+        << escaped(text) << "\n  got " << pieces_of(qwen3(), ids_no);
+    EXPECT_EQ(qwen3().encode(text, {.allow_special = true, .add_special_tokens = true}),
+              ids_of(c["ids_add_special"]));
     EXPECT_EQ(qwen3().decode(ids_of(c["ids"]), false), c["decode"].get<std::string>());
     EXPECT_EQ(qwen3().decode(ids_of(c["ids"]), true), c["decode_skip_special"].get<std::string>());
   }

@@ -1,6 +1,6 @@
 // StreamDecoder: for many id sequences the concatenated deltas equal the full decode, which is itself checked
-// against the Hugging Face library's recorded decodes; no delta ends inside a UTF-8 character (checked byte-wise
-// here, independently of keel's UTF-8 code).
+// against the Hugging Face library's recorded decodes; no delta ends inside a UTF-8 character (checked
+// byte-wise here, independently of keel's UTF-8 code).
 #include "tokenizer/stream_decoder.h"
 
 #include <gtest/gtest.h>
@@ -53,7 +53,8 @@ void check_tokenizer(const Tokenizer& tok, const nlohmann::json& vectors, uint32
   // The encodings of the hostile corpus, streamed.
   for (const auto& c : vectors["cases"]) {
     const auto ids = ids_of(c["ids"]);
-    EXPECT_EQ(stream(tok, ids, false), c["decode"].get<std::string>()) << escaped(c["text"].get<std::string>());
+    EXPECT_EQ(stream(tok, ids, false), c["decode"].get<std::string>())
+        << escaped(c["text"].get<std::string>());
   }
   // Fresh random sequences, compared with keel's full decode.
   std::mt19937 rng(seed);
@@ -69,7 +70,8 @@ void check_tokenizer(const Tokenizer& tok, const nlohmann::json& vectors, uint32
 TEST(StreamDecoder, Qwen3ByteLevel) {
   check_tokenizer(qwen3(), read_json(fixtures_dir() + "/qwen3/vectors.json"), 1);
   // Multi-byte characters cut into single-byte tokens: text is held until each character completes.
-  const std::string text = "a\xF0\x9F\x98\x80 \xE4\xB8\xAD\xE6\x96\x87 \xC3\xA9\xF0\x9F\x91\xA8\xE2\x80\x8D\xF0\x9F\x91\xA9";
+  const std::string text =
+      "a\xF0\x9F\x98\x80 \xE4\xB8\xAD\xE6\x96\x87 \xC3\xA9\xF0\x9F\x91\xA8\xE2\x80\x8D\xF0\x9F\x91\xA9";
   std::vector<TokenId> ids;
   for (char c : text) ids.push_back(*qwen3().token_to_id(byte_level_char(static_cast<uint8_t>(c))));
   StreamDecoder s(qwen3(), false);
@@ -81,7 +83,8 @@ TEST(StreamDecoder, Qwen3ByteLevel) {
     all += d;
   }
   EXPECT_EQ(all + s.flush(), text);
-  EXPECT_EQ(empty_steps, 3 + 2 + 2 + 1 + 3 + 2 + 3);  // continuation bytes wait for the end of their character
+  EXPECT_EQ(empty_steps,
+            3 + 2 + 2 + 1 + 3 + 2 + 3);  // continuation bytes wait for the end of their character
   // An invalid byte followed by nothing is flushed as U+FFFD at the end, as decode gives it.
   StreamDecoder t(qwen3(), false);
   EXPECT_EQ(t.step(*qwen3().token_to_id(byte_level_char(0xE4))), "");

@@ -2,9 +2,9 @@
 // vectors.json files recorded by tools/make_tokenizer_vectors.py with the Hugging Face tokenizers library.
 #pragma once
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -13,9 +13,15 @@
 
 namespace keel::tokenizer::test {
 
-inline std::string shared_tokenizers_dir() { return std::string(KEEL_SHARED_DIR) + "/fixtures/tokenizers"; }
-inline std::string fixtures_dir() { return std::string(KEEL_SOURCE_DIR) + "/tests/fixtures/tokenizers"; }
-inline std::string qwen3_dir() { return shared_tokenizers_dir() + "/qwen3"; }
+inline std::string shared_tokenizers_dir() {
+  return std::string(KEEL_SHARED_DIR) + "/fixtures/tokenizers";
+}
+inline std::string fixtures_dir() {
+  return std::string(KEEL_SOURCE_DIR) + "/tests/fixtures/tokenizers";
+}
+inline std::string qwen3_dir() {
+  return shared_tokenizers_dir() + "/qwen3";
+}
 
 inline std::string read_file(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
@@ -36,7 +42,8 @@ struct LlamaCppVector {
   std::vector<TokenId> ids;
 };
 
-// ggml-vocab-<name>.gguf.inp / .out: strings separated by "\n__ggml_vocab_test__\n"; one line of ids per string.
+// ggml-vocab-<name>.gguf.inp / .out: strings separated by "\n__ggml_vocab_test__\n"; one line of ids per
+// string.
 inline std::vector<LlamaCppVector> read_llama_cpp_vectors(const std::string& name) {
   const std::string base = shared_tokenizers_dir() + "/vectors/ggml-vocab-" + name + ".gguf";
   const std::string inp = read_file(base + ".inp"), out = read_file(base + ".out");
@@ -52,7 +59,8 @@ inline std::vector<LlamaCppVector> read_llama_cpp_vectors(const std::string& nam
   std::istringstream lines(out);
   std::string line;
   for (auto& vec : v) {
-    if (!std::getline(lines, line)) throw std::runtime_error("fewer id lines than strings in " + base + ".out");
+    if (!std::getline(lines, line))
+      throw std::runtime_error("fewer id lines than strings in " + base + ".out");
     std::istringstream ids(line);
     TokenId id;
     while (ids >> id) vec.ids.push_back(id);
@@ -60,18 +68,27 @@ inline std::vector<LlamaCppVector> read_llama_cpp_vectors(const std::string& nam
   return v;
 }
 
-inline nlohmann::json read_json(const std::string& path) { return nlohmann::json::parse(read_file(path)); }
+inline nlohmann::json read_json(const std::string& path) {
+  return nlohmann::json::parse(read_file(path));
+}
 
-inline std::vector<TokenId> ids_of(const nlohmann::json& j) { return j.get<std::vector<TokenId>>(); }
+inline std::vector<TokenId> ids_of(const nlohmann::json& j) {
+  return j.get<std::vector<TokenId>>();
+}
 
 inline std::string escaped(const std::string& s) {
   std::string out;
   for (unsigned char c : s) {
-    if (c == '\n') out += "\\n";
-    else if (c == '\t') out += "\\t";
-    else if (c == '\r') out += "\\r";
-    else if (c < 0x20 || c == 0x7f) out += fmt::format("\\x{:02x}", c);
-    else out.push_back(static_cast<char>(c));
+    if (c == '\n')
+      out += "\\n";
+    else if (c == '\t')
+      out += "\\t";
+    else if (c == '\r')
+      out += "\\r";
+    else if (c < 0x20 || c == 0x7f)
+      out += fmt::format("\\x{:02x}", c);
+    else
+      out.push_back(static_cast<char>(c));
   }
   if (out.size() > 160) {
     out.resize(160);

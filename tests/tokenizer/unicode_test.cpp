@@ -1,8 +1,9 @@
 // UTF-8 handling against the Unicode Standard's own examples, and the Oniguruma-compatible regex classes.
+#include "tokenizer/unicode.h"
+
 #include <gtest/gtest.h>
 
 #include "tokenizer/regex.h"
-#include "tokenizer/unicode.h"
 
 using namespace keel::tokenizer;
 
@@ -11,7 +12,8 @@ namespace {
 const std::string R = "\xEF\xBF\xBD";  // U+FFFD
 
 TEST(Unicode, LossyDecodingReplacesMaximalSubparts) {
-  // The Unicode Standard 15, section 3.9, Table 3-8: U+FFFD for each maximal subpart of an ill-formed sequence.
+  // The Unicode Standard 15, section 3.9, Table 3-8: U+FFFD for each maximal subpart of an ill-formed
+  // sequence.
   EXPECT_EQ(utf8_lossy("\x61\xF1\x80\x80\xE1\x80\xC2\x62\x80\x63\x80\xBF\x64"),
             "a" + R + R + R + "b" + R + "c" + R + R + "d");
   // Table 3-9/3-10/3-11 style cases: overlong, surrogate and out-of-range leads are single-byte subparts.
@@ -26,14 +28,15 @@ TEST(Unicode, LossyDecodingReplacesMaximalSubparts) {
 
 TEST(Unicode, Validation) {
   EXPECT_EQ(find_invalid_utf8("plain \xC3\xA9 \xF0\x9F\x98\x80 \xF4\x8F\xBF\xBF"), std::string::npos);
-  EXPECT_EQ(find_invalid_utf8("ab\xC0\x80"), 2u);      // overlong
-  EXPECT_EQ(find_invalid_utf8("\xED\xA0\x80"), 0u);    // surrogate
+  EXPECT_EQ(find_invalid_utf8("ab\xC0\x80"), 2u);         // overlong
+  EXPECT_EQ(find_invalid_utf8("\xED\xA0\x80"), 0u);       // surrogate
   EXPECT_EQ(find_invalid_utf8("x\xF4\x90\x80\x80"), 1u);  // above U+10FFFF
-  EXPECT_EQ(find_invalid_utf8("xy\xE2\x82"), 2u);      // truncated
+  EXPECT_EQ(find_invalid_utf8("xy\xE2\x82"), 2u);         // truncated
 }
 
 TEST(Unicode, CharacterClasses) {
-  // White_Space (PropList.txt): includes NEL U+0085 and U+3000, excludes U+180E (since Unicode 6.3) and U+200B.
+  // White_Space (PropList.txt): includes NEL U+0085 and U+3000, excludes U+180E (since Unicode 6.3) and
+  // U+200B.
   for (char32_t c : {U'\t', U'\n', U'\r', U' ', U'\u0085', U'\u00a0', U'\u2009', U'\u2028', U'\u3000'})
     EXPECT_TRUE(is_whitespace(c)) << static_cast<uint32_t>(c);
   for (char32_t c : {U'a', U'\u180e', U'\u200b', U'\ufeff', U'\u0000'}) EXPECT_FALSE(is_whitespace(c));
@@ -52,7 +55,7 @@ TEST(Unicode, NormalizationAndLowercase) {
   EXPECT_EQ(normalize("\xEF\xAC\x81", NormalForm::nfkc), "fi");  // U+FB01 LATIN SMALL LIGATURE FI
   EXPECT_EQ(normalize("\xEF\xAC\x81", NormalForm::nfc), "\xEF\xAC\x81");
   EXPECT_EQ(lowercase("\xC4\xB0stanbul"), "i\xCC\x87stanbul");  // U+0130 → i + U+0307 (SpecialCasing.txt)
-  EXPECT_EQ(lowercase("ABC \xCE\xA3"), "abc \xCF\x83");            // Σ → σ, no final-sigma context rule
+  EXPECT_EQ(lowercase("ABC \xCE\xA3"), "abc \xCF\x83");         // Σ → σ, no final-sigma context rule
 }
 
 TEST(Regex, OnigurumaClasses) {
@@ -68,9 +71,9 @@ TEST(Regex, OnigurumaClasses) {
   word.find_all("cafe\u0301 x!", m);  // the combining mark belongs to the word
   ASSERT_EQ(m.size(), 3u);
   EXPECT_EQ(m[0], std::make_pair(size_t{0}, size_t{6}));
-  EXPECT_EQ(translate_onig_pattern(R"([^\s\p{L}])"), std::string("[^") + R"(\x{9}-\x{d}\x{20}\x{85}\x{a0}\x{1680})" +
-                                                           R"(\x{2000}-\x{200a}\x{2028}\x{2029}\x{202f}\x{205f})" +
-                                                           R"(\x{3000}\p{L}])");
+  EXPECT_EQ(translate_onig_pattern(R"([^\s\p{L}])"),
+            std::string("[^") + R"(\x{9}-\x{d}\x{20}\x{85}\x{a0}\x{1680})" +
+                R"(\x{2000}-\x{200a}\x{2028}\x{2029}\x{202f}\x{205f})" + R"(\x{3000}\p{L}])");
 }
 
 TEST(Regex, EmptyMatchesStepLikeOnig) {

@@ -15,13 +15,16 @@ KEEL_INLINE typename VecF<W>::F apply(Unary f, typename VecF<W>::F x) {
   using F = typename V::F;
   const F one = V::splat(1.0f);
   switch (f) {
-    case Unary::silu: return x / (one + V::exp(-x));
-    case Unary::sigmoid: return one / (one + V::exp(-x));
+    case Unary::silu:
+      return x / (one + V::exp(-x));
+    case Unary::sigmoid:
+      return one / (one + V::exp(-x));
     case Unary::relu2: {
       F r = x > F{} ? x : F{};
       return r * r;
     }
-    default: break;
+    default:
+      break;
   }
   // The rare activations (not on any hot path of the supported models): libm per element.
   float v[W];
@@ -29,12 +32,17 @@ KEEL_INLINE typename VecF<W>::F apply(Unary f, typename VecF<W>::F x) {
   for (int i = 0; i < W; ++i) {
     float e = v[i];
     switch (f) {
-      case Unary::gelu_erf: v[i] = 0.5f * e * (1.0f + std::erf(e * 0.70710678118654752f)); break;
+      case Unary::gelu_erf:
+        v[i] = 0.5f * e * (1.0f + std::erf(e * 0.70710678118654752f));
+        break;
       case Unary::gelu_tanh:
         v[i] = 0.5f * e * (1.0f + std::tanh(0.79788456080286536f * (e + 0.044715f * e * e * e)));
         break;
-      case Unary::softplus: v[i] = e > 20.0f ? e : std::log1p(std::exp(e)); break;
-      default: break;
+      case Unary::softplus:
+        v[i] = e > 20.0f ? e : std::log1p(std::exp(e));
+        break;
+      default:
+        break;
     }
   }
   F r;

@@ -17,9 +17,15 @@ void causal_conv1d_channels(CpuIsa isa, const Conv1dArgs& a, int64_t c_begin, in
       for (int64_t j = 0; j < K; ++j) {
         const int64_t e = (c0 + c) * a.w_row + j;
         switch (a.w_dtype) {
-          case DType::bf16: wt[j][c] = bf16_to_f32(static_cast<const uint16_t*>(a.w)[e]); break;
-          case DType::f16: wt[j][c] = f16_to_f32(static_cast<const uint16_t*>(a.w)[e]); break;
-          default: wt[j][c] = static_cast<const float*>(a.w)[e]; break;
+          case DType::bf16:
+            wt[j][c] = bf16_to_f32(static_cast<const uint16_t*>(a.w)[e]);
+            break;
+          case DType::f16:
+            wt[j][c] = f16_to_f32(static_cast<const uint16_t*>(a.w)[e]);
+            break;
+          default:
+            wt[j][c] = static_cast<const float*>(a.w)[e];
+            break;
         }
       }
     // Row r of concat(state, x), channels [c0, c0 + n).

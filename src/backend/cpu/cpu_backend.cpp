@@ -18,8 +18,8 @@ CpuIsa detect_isa() {
   if (isa == CpuIsa::avx512 && __builtin_cpu_supports("avx512bf16")) isa = CpuIsa::avx512_bf16;
   if (const char* cap = std::getenv("KEEL_CPU_ISA")) {
     std::string_view c(cap);
-    CpuIsa want = c == "generic" ? CpuIsa::generic
-                  : c == "avx2"  ? CpuIsa::avx2
+    CpuIsa want = c == "generic"  ? CpuIsa::generic
+                  : c == "avx2"   ? CpuIsa::avx2
                   : c == "avx512" ? CpuIsa::avx512
                                   : CpuIsa::avx512_bf16;
     if (want < isa) isa = want;
@@ -35,10 +35,14 @@ CpuIsa cpu_isa() {
 
 const char* cpu_isa_name(CpuIsa isa) {
   switch (isa) {
-    case CpuIsa::generic: return "generic";
-    case CpuIsa::avx2: return "avx2";
-    case CpuIsa::avx512: return "avx512";
-    case CpuIsa::avx512_bf16: return "avx512-bf16";
+    case CpuIsa::generic:
+      return "generic";
+    case CpuIsa::avx2:
+      return "avx2";
+    case CpuIsa::avx512:
+      return "avx512";
+    case CpuIsa::avx512_bf16:
+      return "avx512-bf16";
   }
   return "?";
 }

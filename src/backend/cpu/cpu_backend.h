@@ -1,4 +1,5 @@
-// The CPU backend: the host pool, one thread pool, and the instruction set the kernels dispatch on at run time.
+// The CPU backend: the host pool, one thread pool, and the instruction set the kernels dispatch on at run
+// time.
 #pragma once
 #include <memory>
 
@@ -8,7 +9,8 @@
 namespace keel {
 
 enum class CpuIsa { generic, avx2, avx512, avx512_bf16 };
-// The best instruction set this CPU has (cached). KEEL_CPU_ISA=generic|avx2|avx512|avx512_bf16 caps it (tests).
+// The best instruction set this CPU has (cached). KEEL_CPU_ISA=generic|avx2|avx512|avx512_bf16 caps it
+// (tests).
 CpuIsa cpu_isa();
 const char* cpu_isa_name(CpuIsa isa);
 

@@ -13,7 +13,9 @@ void widen_row(const void* row, DType dtype, float* out, int64_t d) {
     case DType::f16:
       for (int64_t i = 0; i < d; ++i) out[i] = f16_to_f32(h[i]);
       break;
-    default: std::memcpy(out, row, static_cast<size_t>(d) * 4); break;
+    default:
+      std::memcpy(out, row, static_cast<size_t>(d) * 4);
+      break;
   }
 }
 

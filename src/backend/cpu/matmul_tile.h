@@ -217,9 +217,15 @@ void cols(const MatmulArgs& a, int64_t o_begin, int64_t o_end, float* panel) {
 template <class V>
 void matmul_cols(const MatmulArgs& a, int64_t o_begin, int64_t o_end, float* panel) {
   switch (a.w_dtype) {
-    case DType::bf16: cols<V, WKind::bf16>(a, o_begin, o_end, panel); break;
-    case DType::f16: cols<V, WKind::f16>(a, o_begin, o_end, panel); break;
-    default: cols<V, WKind::f32>(a, o_begin, o_end, panel); break;
+    case DType::bf16:
+      cols<V, WKind::bf16>(a, o_begin, o_end, panel);
+      break;
+    case DType::f16:
+      cols<V, WKind::f16>(a, o_begin, o_end, panel);
+      break;
+    default:
+      cols<V, WKind::f32>(a, o_begin, o_end, panel);
+      break;
   }
 }
 

@@ -1,5 +1,5 @@
-// One pool of worker threads for CPU kernels (-t/--threads). parallel_for splits [0, n) into contiguous ranges,
-// one per worker, and returns when all are done. Kernels must not nest parallel_for calls.
+// One pool of worker threads for CPU kernels (-t/--threads). parallel_for splits [0, n) into contiguous
+// ranges, one per worker, and returns when all are done. Kernels must not nest parallel_for calls.
 #pragma once
 #include <condition_variable>
 #include <cstdint>
@@ -19,9 +19,9 @@ class ThreadPool {
   ThreadPool& operator=(const ThreadPool&) = delete;
 
   int size() const { return static_cast<int>(workers_.size()) + 1; }  // the caller works too
-  // fn(begin, end, worker_index) over disjoint ranges covering [0, n). worker_index < size(). fn must not throw:
-  // kernels report errors before or after their parallel part.
-  // The split depends only on n and size(), never on timing, so results are reproducible.
+  // fn(begin, end, worker_index) over disjoint ranges covering [0, n). worker_index < size(). fn must not
+  // throw: kernels report errors before or after their parallel part. The split depends only on n and size(),
+  // never on timing, so results are reproducible.
   void parallel_for(int64_t n, const std::function<void(int64_t, int64_t, int)>& fn);
 
  private:

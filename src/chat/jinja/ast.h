@@ -1,5 +1,5 @@
-// The parsed template: expression and statement nodes, as jinja2's parser builds them (jinja2/nodes.py). Nodes own
-// their children; a parsed Template is immutable and may be rendered by several threads at once.
+// The parsed template: expression and statement nodes, as jinja2's parser builds them (jinja2/nodes.py).
+// Nodes own their children; a parsed Template is immutable and may be rendered by several threads at once.
 #pragma once
 #include <memory>
 #include <optional>
@@ -12,22 +12,22 @@
 namespace keel::chat::jinja::ast {
 
 enum class ExprKind : uint8_t {
-  constant,   // literal
-  name,       // variable
-  getattr,    // obj.name
-  getitem,    // obj[key]
-  slice,      // [start:stop:step] inside getitem
-  call,       // f(args)
-  filter,     // x|f(args)
-  test,       // x is t(args)
-  unary,      // not / - / +
-  binary,     // + - * / // % ** and or
-  concat,     // a ~ b ~ c
-  compare,    // a < b == c in d
-  cond,       // a if b else c
-  list,       // [a, b]
-  tuple,      // (a, b)
-  dict,       // {k: v}
+  constant,  // literal
+  name,      // variable
+  getattr,   // obj.name
+  getitem,   // obj[key]
+  slice,     // [start:stop:step] inside getitem
+  call,      // f(args)
+  filter,    // x|f(args)
+  test,      // x is t(args)
+  unary,     // not / - / +
+  binary,    // + - * / // % ** and or
+  concat,    // a ~ b ~ c
+  compare,   // a < b == c in d
+  cond,      // a if b else c
+  list,      // [a, b]
+  tuple,     // (a, b)
+  dict,      // {k: v}
 };
 
 struct Expr {
@@ -47,12 +47,14 @@ struct Name : Expr {
   std::string name;
 };
 struct GetAttr : Expr {
-  GetAttr(ExprPtr o, std::string a, int line) : Expr(ExprKind::getattr, line), obj(std::move(o)), attr(std::move(a)) {}
+  GetAttr(ExprPtr o, std::string a, int line)
+      : Expr(ExprKind::getattr, line), obj(std::move(o)), attr(std::move(a)) {}
   ExprPtr obj;
   std::string attr;
 };
 struct GetItem : Expr {
-  GetItem(ExprPtr o, ExprPtr k, int line) : Expr(ExprKind::getitem, line), obj(std::move(o)), key(std::move(k)) {}
+  GetItem(ExprPtr o, ExprPtr k, int line)
+      : Expr(ExprKind::getitem, line), obj(std::move(o)), key(std::move(k)) {}
   ExprPtr obj, key;
   // A slice of literals only: jinja2 folds it at compile time with the sandbox's getitem, so a failing one is
   // Undefined instead of an error (a slice at run time is a plain Python subscript, which raises).
@@ -130,23 +132,24 @@ struct DictLiteral : Expr {
 // ---- statements ----
 
 enum class StmtKind : uint8_t {
-  output,      // text and {{ expressions }}
+  output,  // text and {{ expressions }}
   if_,
   for_,
-  set,         // {% set target = expr %}
-  set_block,   // {% set target %}...{% endset %}
+  set,        // {% set target = expr %}
+  set_block,  // {% set target %}...{% endset %}
   macro,
   call_block,  // {% call(args) m(...) %}...{% endcall %}
   filter_block,
   with,
   break_,
   continue_,
-  scope,       // a body rendered in place ({% generation %} of transformers' AssistantTracker)
+  scope,  // a body rendered in place ({% generation %} of transformers' AssistantTracker)
 };
 
-// Names a frame binds to Undefined when it starts (jinja2's VAR_LOAD_UNDEFINED, see scopes.cpp): names the frame
-// assigns whose first mention in it is the assignment and that no enclosing frame mentions. Until assigned they
-// read as undefined, also from nested loops and macros, even when the context has a value of that name.
+// Names a frame binds to Undefined when it starts (jinja2's VAR_LOAD_UNDEFINED, see scopes.cpp): names the
+// frame assigns whose first mention in it is the assignment and that no enclosing frame mentions. Until
+// assigned they read as undefined, also from nested loops and macros, even when the context has a value of
+// that name.
 using UndefinedAtStart = std::vector<std::string>;
 
 struct Stmt {

@@ -7,22 +7,30 @@ namespace {
 thread_local RenderBudget* tl_budget = nullptr;
 }
 
-RenderBudget* current_budget() { return tl_budget; }
+RenderBudget* current_budget() {
+  return tl_budget;
+}
 
-BudgetScope::BudgetScope(RenderBudget* budget) : previous_(tl_budget) { tl_budget = budget; }
-BudgetScope::~BudgetScope() { tl_budget = previous_; }
+BudgetScope::BudgetScope(RenderBudget* budget) : previous_(tl_budget) {
+  tl_budget = budget;
+}
+BudgetScope::~BudgetScope() {
+  tl_budget = previous_;
+}
 
 void RenderBudget::charge_steps(int64_t n) {
   steps_ += n;
   if (steps_ > limits_.max_steps) {
-    limit_error("the template did more than {} steps of work (loop iterations, calls, items and bytes / 64 built)",
-                limits_.max_steps);
+    limit_error(
+        "the template did more than {} steps of work (loop iterations, calls, items and bytes / 64 built)",
+        limits_.max_steps);
   }
 }
 
 void RenderBudget::check_string(size_t bytes) {
   if (bytes > limits_.max_output_bytes) {
-    limit_error("the template built a string of {} bytes, over the limit of {}", bytes, limits_.max_output_bytes);
+    limit_error("the template built a string of {} bytes, over the limit of {}", bytes,
+                limits_.max_output_bytes);
   }
   charge_steps(static_cast<int64_t>(bytes / 64));
 }

@@ -1,6 +1,7 @@
-// What one render may spend, so that no template (or context) can hang or exhaust the server: output and string
-// bytes, work steps, call depth and container nesting. Values charge the budget of the render running on their
-// thread (a RenderBudget installed by BudgetScope); outside a render (parsing, tests) nothing is charged.
+// What one render may spend, so that no template (or context) can hang or exhaust the server: output and
+// string bytes, work steps, call depth and container nesting. Values charge the budget of the render running
+// on their thread (a RenderBudget installed by BudgetScope); outside a render (parsing, tests) nothing is
+// charged.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -10,14 +11,15 @@ namespace keel::chat::jinja {
 struct RenderLimits {
   size_t max_output_bytes = size_t{64} << 20;  // the rendered prompt, and any one string built on the way
   size_t max_list_items = size_t{1} << 22;     // any one list built on the way
-  // Loop iterations + calls + list items built + string bytes built / 64 + items compared or searched: one step
-  // is tens to a few hundred nanoseconds, so the limit stops a runaway template within a few seconds.
+  // Loop iterations + calls + list items built + string bytes built / 64 + items compared or searched: one
+  // step is tens to a few hundred nanoseconds, so the limit stops a runaway template within a few seconds.
   int64_t max_steps = 20'000'000;
-  int max_call_depth = 200;        // nested macro calls and recursive loops (jinja2 stops near Python's 1000 frames)
+  int max_call_depth =
+      200;  // nested macro calls and recursive loops (jinja2 stops near Python's 1000 frames)
 };
 
-// Containers nest at most this deep (from JSON input or built by a template), which bounds every recursive walk
-// (repr, tojson, equality, destruction) well inside a thread's stack.
+// Containers nest at most this deep (from JSON input or built by a template), which bounds every recursive
+// walk (repr, tojson, equality, destruction) well inside a thread's stack.
 inline constexpr int kMaxValueDepth = 400;
 
 class RenderBudget {
@@ -44,7 +46,9 @@ inline void check_result_items(size_t items) {
   if (auto* b = current_budget()) b->check_list(items);
 }
 // A width or count from the template, as a size to check (negative: 0).
-inline size_t as_size(int64_t n) { return n < 0 ? 0 : static_cast<size_t>(n); }
+inline size_t as_size(int64_t n) {
+  return n < 0 ? 0 : static_cast<size_t>(n);
+}
 
 // Installs `budget` for this thread for the scope's lifetime (restoring the previous one after).
 class BudgetScope {

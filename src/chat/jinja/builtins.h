@@ -1,6 +1,6 @@
-// What a template can call without defining it: jinja2's filters and tests, the globals (range, dict, namespace,
-// cycler, joiner, and transformers' raise_exception and strftime_now), and the Python methods of str, dict and
-// list values that the sandbox allows.
+// What a template can call without defining it: jinja2's filters and tests, the globals (range, dict,
+// namespace, cycler, joiner, and transformers' raise_exception and strftime_now), and the Python methods of
+// str, dict and list values that the sandbox allows.
 #pragma once
 #include <initializer_list>
 #include <optional>
@@ -21,9 +21,9 @@ TestFn find_test(std::string_view name);
 // The globals, as the outermost frame's variables.
 void add_globals(Frame& frame);
 
-// `obj.name` when obj is a str, dict, list or tuple and `name` is one of its Python methods: the bound method, or
-// an Undefined that raises SecurityError when used (list.append and the other mutating methods). nullopt: no
-// such method.
+// `obj.name` when obj is a str, dict, list or tuple and `name` is one of its Python methods: the bound
+// method, or an Undefined that raises SecurityError when used (list.append and the other mutating methods).
+// nullopt: no such method.
 std::optional<Value> builtin_attribute(const Value& obj, std::string_view name);
 
 // markupsafe.escape: & < > " ' as HTML entities.
@@ -33,8 +33,8 @@ std::string html_escape(std::string_view s);
 Value percent_format(const Value& fmt, const Value& args);
 Value str_format(const Value& fmt, CallArgs& args);
 
-// Python argument binding for a builtin with parameters `names` (after the input value): positional then keyword,
-// with Python's errors for too many, unknown or repeated arguments.
+// Python argument binding for a builtin with parameters `names` (after the input value): positional then
+// keyword, with Python's errors for too many, unknown or repeated arguments.
 class ArgReader {
  public:
   ArgReader(CallArgs& args, std::string_view function, std::initializer_list<const char*> names);

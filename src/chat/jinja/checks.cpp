@@ -1,6 +1,6 @@
-// jinja2's compile-time checks (its compiler raises these before rendering anything): unknown filters and tests
-// outside an `if` or conditional expression, `break`/`continue` outside a loop, assigning to `loop`; and which
-// special names (varargs, kwargs, caller) each macro reads, which decides the arguments it accepts.
+// jinja2's compile-time checks (its compiler raises these before rendering anything): unknown filters and
+// tests outside an `if` or conditional expression, `break`/`continue` outside a loop, assigning to `loop`;
+// and which special names (varargs, kwargs, caller) each macro reads, which decides the arguments it accepts.
 #include <algorithm>
 
 #include "chat/jinja/errors.h"
@@ -42,19 +42,37 @@ class Checker {
       sub(a.star_kwargs);
     };
     switch (e.kind) {
-      case ExprKind::getattr: sub(static_cast<const GetAttr&>(e).obj); break;
-      case ExprKind::getitem: sub(static_cast<const GetItem&>(e).obj); sub(static_cast<const GetItem&>(e).key); break;
+      case ExprKind::getattr:
+        sub(static_cast<const GetAttr&>(e).obj);
+        break;
+      case ExprKind::getitem:
+        sub(static_cast<const GetItem&>(e).obj);
+        sub(static_cast<const GetItem&>(e).key);
+        break;
       case ExprKind::slice: {
         const auto& s = static_cast<const Slice&>(e);
         sub(s.start), sub(s.stop), sub(s.step);
         break;
       }
-      case ExprKind::call: sub(static_cast<const Call&>(e).callee); args(static_cast<const Call&>(e).args); break;
+      case ExprKind::call:
+        sub(static_cast<const Call&>(e).callee);
+        args(static_cast<const Call&>(e).args);
+        break;
       case ExprKind::filter:
-      case ExprKind::test: sub(static_cast<const FilterOrTest&>(e).node); args(static_cast<const FilterOrTest&>(e).args); break;
-      case ExprKind::unary: sub(static_cast<const Unary&>(e).operand); break;
-      case ExprKind::binary: sub(static_cast<const Binary&>(e).left); sub(static_cast<const Binary&>(e).right); break;
-      case ExprKind::concat: for (const auto& p : static_cast<const Concat&>(e).parts) sub(p); break;
+      case ExprKind::test:
+        sub(static_cast<const FilterOrTest&>(e).node);
+        args(static_cast<const FilterOrTest&>(e).args);
+        break;
+      case ExprKind::unary:
+        sub(static_cast<const Unary&>(e).operand);
+        break;
+      case ExprKind::binary:
+        sub(static_cast<const Binary&>(e).left);
+        sub(static_cast<const Binary&>(e).right);
+        break;
+      case ExprKind::concat:
+        for (const auto& p : static_cast<const Concat&>(e).parts) sub(p);
+        break;
       case ExprKind::compare: {
         const auto& c = static_cast<const Compare&>(e);
         sub(c.first);
@@ -67,11 +85,14 @@ class Checker {
         break;
       }
       case ExprKind::list:
-      case ExprKind::tuple: for (const auto& p : static_cast<const Sequence&>(e).items) sub(p); break;
+      case ExprKind::tuple:
+        for (const auto& p : static_cast<const Sequence&>(e).items) sub(p);
+        break;
       case ExprKind::dict:
         for (const auto& [k, v] : static_cast<const DictLiteral&>(e).items) sub(k), sub(v);
         break;
-      default: break;
+      default:
+        break;
     }
   }
 
@@ -85,9 +106,10 @@ class Checker {
     if (e->kind == ExprKind::filter || e->kind == ExprKind::test) {
       const auto& f = static_cast<const FilterOrTest&>(*e);
       if (!f.known && !soft) {
-        throw TemplateError(ErrorCode::invalid_file, "TemplateAssertionError",
-                            fmt::format("No {} named {}. (line {})", e->kind == ExprKind::filter ? "filter" : "test",
-                                        pystr::repr(f.name), f.line));
+        throw TemplateError(
+            ErrorCode::invalid_file, "TemplateAssertionError",
+            fmt::format("No {} named {}. (line {})", e->kind == ExprKind::filter ? "filter" : "test",
+                        pystr::repr(f.name), f.line));
       }
       expr(f.node, soft);
       args(f.args, soft);
@@ -106,17 +128,32 @@ class Checker {
 
   void walk_children(const Expr& e, bool soft) {
     switch (e.kind) {
-      case ExprKind::getattr: expr(static_cast<const GetAttr&>(e).obj, soft); break;
-      case ExprKind::getitem: expr(static_cast<const GetItem&>(e).obj, soft); expr(static_cast<const GetItem&>(e).key, soft); break;
+      case ExprKind::getattr:
+        expr(static_cast<const GetAttr&>(e).obj, soft);
+        break;
+      case ExprKind::getitem:
+        expr(static_cast<const GetItem&>(e).obj, soft);
+        expr(static_cast<const GetItem&>(e).key, soft);
+        break;
       case ExprKind::slice: {
         const auto& s = static_cast<const Slice&>(e);
         expr(s.start, soft), expr(s.stop, soft), expr(s.step, soft);
         break;
       }
-      case ExprKind::call: expr(static_cast<const Call&>(e).callee, soft); args(static_cast<const Call&>(e).args, soft); break;
-      case ExprKind::unary: expr(static_cast<const Unary&>(e).operand, soft); break;
-      case ExprKind::binary: expr(static_cast<const Binary&>(e).left, soft); expr(static_cast<const Binary&>(e).right, soft); break;
-      case ExprKind::concat: for (const auto& p : static_cast<const Concat&>(e).parts) expr(p, soft); break;
+      case ExprKind::call:
+        expr(static_cast<const Call&>(e).callee, soft);
+        args(static_cast<const Call&>(e).args, soft);
+        break;
+      case ExprKind::unary:
+        expr(static_cast<const Unary&>(e).operand, soft);
+        break;
+      case ExprKind::binary:
+        expr(static_cast<const Binary&>(e).left, soft);
+        expr(static_cast<const Binary&>(e).right, soft);
+        break;
+      case ExprKind::concat:
+        for (const auto& p : static_cast<const Concat&>(e).parts) expr(p, soft);
+        break;
       case ExprKind::compare: {
         const auto& c = static_cast<const Compare&>(e);
         expr(c.first, soft);
@@ -124,18 +161,22 @@ class Checker {
         break;
       }
       case ExprKind::list:
-      case ExprKind::tuple: for (const auto& p : static_cast<const Sequence&>(e).items) expr(p, soft); break;
+      case ExprKind::tuple:
+        for (const auto& p : static_cast<const Sequence&>(e).items) expr(p, soft);
+        break;
       case ExprKind::dict:
         for (const auto& [k, v] : static_cast<const DictLiteral&>(e).items) expr(k, soft), expr(v, soft);
         break;
-      default: break;
+      default:
+        break;
     }
   }
 
   void check_target(const Target& t) {
     if (t.kind == Target::Kind::name && t.name == "loop") {
-      throw TemplateError(ErrorCode::invalid_file, "TemplateAssertionError",
-                          fmt::format("Can't assign to special loop variable in for-loop target (line {})", t.line));
+      throw TemplateError(
+          ErrorCode::invalid_file, "TemplateAssertionError",
+          fmt::format("Can't assign to special loop variable in for-loop target (line {})", t.line));
     }
     for (const auto& item : t.items) check_target(item);
   }
@@ -158,7 +199,9 @@ class Checker {
       if (p) names_in(*p, m);
     };
     switch (s.kind) {
-      case StmtKind::output: for (const auto& p : static_cast<const Output&>(s).items) e(p); break;
+      case StmtKind::output:
+        for (const auto& p : static_cast<const Output&>(s).items) e(p);
+        break;
       case StmtKind::if_: {
         const auto& n = static_cast<const If&>(s);
         for (const auto& [test, b] : n.branches) e(test), scan_body(b, m);
@@ -171,19 +214,35 @@ class Checker {
         scan_body(n.body, m), scan_body(n.else_body, m);
         break;
       }
-      case StmtKind::set: e(static_cast<const Set&>(s).value); break;
-      case StmtKind::set_block: e(static_cast<const SetBlock&>(s).filter); scan_body(static_cast<const SetBlock&>(s).body, m); break;
-      case StmtKind::macro: scan_body(static_cast<const Macro&>(s).body, m); break;
-      case StmtKind::call_block: e(static_cast<const CallBlock&>(s).call); scan_body(static_cast<const CallBlock&>(s).caller->body, m); break;
-      case StmtKind::filter_block: e(static_cast<const FilterBlock&>(s).filter); scan_body(static_cast<const FilterBlock&>(s).body, m); break;
+      case StmtKind::set:
+        e(static_cast<const Set&>(s).value);
+        break;
+      case StmtKind::set_block:
+        e(static_cast<const SetBlock&>(s).filter);
+        scan_body(static_cast<const SetBlock&>(s).body, m);
+        break;
+      case StmtKind::macro:
+        scan_body(static_cast<const Macro&>(s).body, m);
+        break;
+      case StmtKind::call_block:
+        e(static_cast<const CallBlock&>(s).call);
+        scan_body(static_cast<const CallBlock&>(s).caller->body, m);
+        break;
+      case StmtKind::filter_block:
+        e(static_cast<const FilterBlock&>(s).filter);
+        scan_body(static_cast<const FilterBlock&>(s).body, m);
+        break;
       case StmtKind::with: {
         const auto& n = static_cast<const With&>(s);
         for (const auto& a : n.assignments) e(a.second);
         scan_body(n.body, m);
         break;
       }
-      case StmtKind::scope: scan_body(static_cast<const Scope&>(s).body, m); break;
-      default: break;
+      case StmtKind::scope:
+        scan_body(static_cast<const Scope&>(s).body, m);
+        break;
+      default:
+        break;
     }
   }
 
@@ -210,12 +269,16 @@ class Checker {
         body(n.else_body, false, in_loop);
         break;
       }
-      case StmtKind::set: expr(static_cast<Set&>(s).value, soft); break;
+      case StmtKind::set:
+        expr(static_cast<Set&>(s).value, soft);
+        break;
       case StmtKind::set_block:
         expr(static_cast<SetBlock&>(s).filter, false);
         body(static_cast<SetBlock&>(s).body, false, in_loop);
         break;
-      case StmtKind::macro: macro(static_cast<Macro&>(s)); break;
+      case StmtKind::macro:
+        macro(static_cast<Macro&>(s));
+        break;
       case StmtKind::call_block:
         expr(static_cast<CallBlock&>(s).call, soft);
         macro(*static_cast<CallBlock&>(s).caller);
@@ -238,34 +301,40 @@ class Checker {
                                           s.kind == StmtKind::break_ ? "break" : "continue", s.line));
         }
         break;
-      case StmtKind::scope: body(static_cast<Scope&>(s).body, false, false); break;
+      case StmtKind::scope:
+        body(static_cast<Scope&>(s).body, false, false);
+        break;
     }
   }
 };
 
 }  // namespace
 
-void check_template(ast::Template& tmpl) { Checker().body(tmpl.body, false, false); }
+void check_template(ast::Template& tmpl) {
+  Checker().body(tmpl.body, false, false);
+}
 
 bool is_known_filter(std::string_view name) {
   static constexpr std::string_view kFilters[] = {
-      "abs",      "attr",   "batch",      "capitalize", "center",  "count",     "d",        "default",
-      "dictsort", "e",      "escape",     "filesizeformat", "first", "float",   "forceescape", "format",
-      "groupby",  "indent", "int",        "join",       "last",    "length",    "list",     "lower",
-      "items",    "map",    "min",        "max",        "pprint",  "random",    "reject",   "rejectattr",
-      "replace",  "reverse", "round",     "safe",       "select",  "selectattr", "slice",   "sort",
-      "string",   "striptags", "sum",     "title",      "trim",    "truncate",  "unique",   "upper",
-      "urlencode", "urlize", "wordcount", "wordwrap",   "xmlattr", "tojson"};
+      "abs",       "attr",       "batch",       "capitalize", "center",  "count",
+      "d",         "default",    "dictsort",    "e",          "escape",  "filesizeformat",
+      "first",     "float",      "forceescape", "format",     "groupby", "indent",
+      "int",       "join",       "last",        "length",     "list",    "lower",
+      "items",     "map",        "min",         "max",        "pprint",  "random",
+      "reject",    "rejectattr", "replace",     "reverse",    "round",   "safe",
+      "select",    "selectattr", "slice",       "sort",       "string",  "striptags",
+      "sum",       "title",      "trim",        "truncate",   "unique",  "upper",
+      "urlencode", "urlize",     "wordcount",   "wordwrap",   "xmlattr", "tojson"};
   return std::find(std::begin(kFilters), std::end(kFilters), name) != std::end(kFilters);
 }
 
 bool is_known_test(std::string_view name) {
   static constexpr std::string_view kTests[] = {
-      "odd",     "even",    "divisibleby", "defined", "undefined", "filter",   "test",     "none",
-      "boolean", "false",   "true",        "integer", "float",     "number",   "string",   "mapping",
-      "iterable", "callable", "sameas",    "escaped", "in",        "lower",    "upper",    "sequence",
-      "==",      "eq",      "equalto",     "!=",      "ne",        ">",        "gt",       "greaterthan",
-      ">=",      "ge",      "<",           "lt",      "lessthan",  "<=",       "le"};
+      "odd",      "even",     "divisibleby", "defined", "undefined", "filter", "test",   "none",
+      "boolean",  "false",    "true",        "integer", "float",     "number", "string", "mapping",
+      "iterable", "callable", "sameas",      "escaped", "in",        "lower",  "upper",  "sequence",
+      "==",       "eq",       "equalto",     "!=",      "ne",        ">",      "gt",     "greaterthan",
+      ">=",       "ge",       "<",           "lt",      "lessthan",  "<=",     "le"};
   return std::find(std::begin(kTests), std::end(kTests), name) != std::end(kTests);
 }
 

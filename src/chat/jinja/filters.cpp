@@ -23,7 +23,9 @@ using Args = CallArgs;
   raise_error("FilterArgumentError", "{}", message);
 }
 
-Value soft_str(const Value& v) { return to_string_value(v); }
+Value soft_str(const Value& v) {
+  return to_string_value(v);
+}
 
 int64_t int_arg(const Value& v, const char* what) {
   if (v.is_int() || v.is_bool()) return v.int_value();
@@ -32,7 +34,9 @@ int64_t int_arg(const Value& v, const char* what) {
 }
 
 // jinja2's ignore_case postprocessor: lowercases strings, leaves the rest.
-Value ignore_case(const Value& v) { return v.is_string() ? Value::string(pystr::lower(v.str())) : v; }
+Value ignore_case(const Value& v) {
+  return v.is_string() ? Value::string(pystr::lower(v.str())) : v;
+}
 
 // make_attrgetter: an attribute path (string, dotted) or an integer index; null attribute: the item itself.
 Value attr_get(const Value& item, const Value* attribute) {
@@ -41,7 +45,9 @@ Value attr_get(const Value& item, const Value* attribute) {
   return get_item(item, *attribute);
 }
 
-Value generator(std::vector<Value> items) { return Value::list(std::move(items), ListFlavor::generator); }
+Value generator(std::vector<Value> items) {
+  return Value::list(std::move(items), ListFlavor::generator);
+}
 
 // ---- strings ----
 
@@ -65,7 +71,9 @@ Value f_title(Interpreter&, const Value& v, Args& a) {
   // jinja2 splits on runs of [-\s({[<] and capitalizes the first character of every piece.
   Value s = soft_str(v);
   auto cps = pystr::decode(s.str());
-  auto is_sep = [](uint32_t cp) { return cp == '-' || cp == '(' || cp == '{' || cp == '[' || cp == '<' || pystr::is_space(cp); };
+  auto is_sep = [](uint32_t cp) {
+    return cp == '-' || cp == '(' || cp == '{' || cp == '[' || cp == '<' || pystr::is_space(cp);
+  };
   std::string out;
   size_t i = 0;
   while (i < cps.size()) {
@@ -211,36 +219,45 @@ Value f_int(Interpreter&, const Value& v, Args& a) {
   auto from_float = [&](double d) -> Value {
     if (std::isnan(d)) return dflt;
     if (std::isinf(d)) raise_error("OverflowError", "cannot convert float infinity to integer");
-    if (std::fabs(d) >= 9.2233720368547758e18) raise_error("OverflowError", "integer does not fit in 64 bits");
+    if (std::fabs(d) >= 9.2233720368547758e18)
+      raise_error("OverflowError", "integer does not fit in 64 bits");
     return Value::integer(static_cast<int64_t>(std::trunc(d)));
   };
   switch (v.kind()) {
-    case Kind::undefined: fail_undefined(v);
+    case Kind::undefined:
+      fail_undefined(v);
     case Kind::boolean:
-    case Kind::integer: return Value::integer(v.int_value());
-    case Kind::floating: return from_float(v.as_float());
+    case Kind::integer:
+      return Value::integer(v.int_value());
+    case Kind::floating:
+      return from_float(v.as_float());
     case Kind::string: {
       if (base != 0 && (base < 2 || base > 36)) value_error("int() base must be >= 2 and <= 36, or 0");
       if (auto i = pystr::parse_int(v.str(), static_cast<int>(base))) return Value::integer(*i);
       if (auto d = pystr::parse_float(v.str())) return from_float(*d);
       return dflt;
     }
-    default: return dflt;
+    default:
+      return dflt;
   }
 }
 Value f_float(Interpreter&, const Value& v, Args& a) {
   ArgReader r(a, "do_float", {"default"});
   Value dflt = r.get_or(0, Value::floating(0.0));
   switch (v.kind()) {
-    case Kind::undefined: fail_undefined(v);
+    case Kind::undefined:
+      fail_undefined(v);
     case Kind::boolean:
-    case Kind::integer: return Value::floating(static_cast<double>(v.int_value()));
-    case Kind::floating: return v;
+    case Kind::integer:
+      return Value::floating(static_cast<double>(v.int_value()));
+    case Kind::floating:
+      return v;
     case Kind::string: {
       auto d = pystr::parse_float(v.str());
       return d ? Value::floating(*d) : dflt;
     }
-    default: return dflt;
+    default:
+      return dflt;
   }
 }
 Value f_abs(Interpreter&, const Value& v, Args& a) {
@@ -361,8 +378,12 @@ Value min_or_max(const Value& v, Args& a, bool want_max, const char* name) {
   }
   return items[best];
 }
-Value f_min(Interpreter&, const Value& v, Args& a) { return min_or_max(v, a, false, "do_min"); }
-Value f_max(Interpreter&, const Value& v, Args& a) { return min_or_max(v, a, true, "do_max"); }
+Value f_min(Interpreter&, const Value& v, Args& a) {
+  return min_or_max(v, a, false, "do_min");
+}
+Value f_max(Interpreter&, const Value& v, Args& a) {
+  return min_or_max(v, a, true, "do_max");
+}
 
 // Python's sorted(): a stable sort; `reverse` keeps equal items in their original order.
 void stable_sort_by_keys(std::vector<Value>& items, const std::vector<Value>& keys, bool reverse) {
@@ -389,7 +410,8 @@ Value f_sort(Interpreter&, const Value& v, Args& a) {
   std::vector<std::optional<Value>> parts;
   const Value* attribute = r.get(2);
   if (attribute && attribute->is_string()) {
-    for (const auto& p : pystr::split(attribute->str(), std::string(","), -1)) parts.emplace_back(Value::string(p));
+    for (const auto& p : pystr::split(attribute->str(), std::string(","), -1))
+      parts.emplace_back(Value::string(p));
   } else if (attribute && !attribute->is_none()) {
     parts.emplace_back(*attribute);
   } else {
@@ -431,7 +453,8 @@ Value f_items(Interpreter&, const Value& v, Args& a) {
   if (v.is_undefined()) return generator({});
   if (!v.is_dict()) type_error("Can only get item pairs from a mapping.");
   std::vector<Value> items;
-  for (const auto& [k, val] : v.dict_data().entries()) items.push_back(Value::list({k, val}, ListFlavor::tuple));
+  for (const auto& [k, val] : v.dict_data().entries())
+    items.push_back(Value::list({k, val}, ListFlavor::tuple));
   return generator(std::move(items));
 }
 Value f_unique(Interpreter&, const Value& v, Args& a) {
@@ -527,12 +550,16 @@ Value f_map(Interpreter& interp, const Value& v, Args& a) {
   if (!truthy(v)) return generator({});
   std::vector<Value> out;
   auto items = iterate(v);
-  if (a.positional.empty() && std::any_of(a.keyword.begin(), a.keyword.end(), [](const auto& kw) { return kw.first == "attribute"; })) {
+  if (a.positional.empty() && std::any_of(a.keyword.begin(), a.keyword.end(),
+                                          [](const auto& kw) { return kw.first == "attribute"; })) {
     Value attribute, dflt = Value::none();
     for (auto& [k, val] : a.keyword) {
-      if (k == "attribute") attribute = val;
-      else if (k == "default") dflt = val;
-      else filter_argument_error("Unexpected keyword argument " + pystr::repr(k));
+      if (k == "attribute")
+        attribute = val;
+      else if (k == "default")
+        dflt = val;
+      else
+        filter_argument_error("Unexpected keyword argument " + pystr::repr(k));
     }
     for (const auto& item : items) {
       Value x = attr_get(item, &attribute);
@@ -579,10 +606,18 @@ Value select_or_reject(Interpreter& interp, const Value& v, Args& a, bool select
   }
   return generator(std::move(out));
 }
-Value f_select(Interpreter& i, const Value& v, Args& a) { return select_or_reject(i, v, a, true, false); }
-Value f_reject(Interpreter& i, const Value& v, Args& a) { return select_or_reject(i, v, a, false, false); }
-Value f_selectattr(Interpreter& i, const Value& v, Args& a) { return select_or_reject(i, v, a, true, true); }
-Value f_rejectattr(Interpreter& i, const Value& v, Args& a) { return select_or_reject(i, v, a, false, true); }
+Value f_select(Interpreter& i, const Value& v, Args& a) {
+  return select_or_reject(i, v, a, true, false);
+}
+Value f_reject(Interpreter& i, const Value& v, Args& a) {
+  return select_or_reject(i, v, a, false, false);
+}
+Value f_selectattr(Interpreter& i, const Value& v, Args& a) {
+  return select_or_reject(i, v, a, true, true);
+}
+Value f_rejectattr(Interpreter& i, const Value& v, Args& a) {
+  return select_or_reject(i, v, a, false, true);
+}
 
 // ---- everything else ----
 
@@ -631,14 +666,30 @@ Value f_tojson(Interpreter&, const Value& v, Args& a) {
 Value unsupported_filter(const char* name) {
   unsupported_error("the '{}' filter is not supported by keel's chat templates", name);
 }
-Value f_unsupported_random(Interpreter&, const Value&, Args&) { return unsupported_filter("random"); }
-Value f_unsupported_wordwrap(Interpreter&, const Value&, Args&) { return unsupported_filter("wordwrap"); }
-Value f_unsupported_urlize(Interpreter&, const Value&, Args&) { return unsupported_filter("urlize"); }
-Value f_unsupported_urlencode(Interpreter&, const Value&, Args&) { return unsupported_filter("urlencode"); }
-Value f_unsupported_xmlattr(Interpreter&, const Value&, Args&) { return unsupported_filter("xmlattr"); }
-Value f_unsupported_striptags(Interpreter&, const Value&, Args&) { return unsupported_filter("striptags"); }
-Value f_unsupported_pprint(Interpreter&, const Value&, Args&) { return unsupported_filter("pprint"); }
-Value f_unsupported_filesizeformat(Interpreter&, const Value&, Args&) { return unsupported_filter("filesizeformat"); }
+Value f_unsupported_random(Interpreter&, const Value&, Args&) {
+  return unsupported_filter("random");
+}
+Value f_unsupported_wordwrap(Interpreter&, const Value&, Args&) {
+  return unsupported_filter("wordwrap");
+}
+Value f_unsupported_urlize(Interpreter&, const Value&, Args&) {
+  return unsupported_filter("urlize");
+}
+Value f_unsupported_urlencode(Interpreter&, const Value&, Args&) {
+  return unsupported_filter("urlencode");
+}
+Value f_unsupported_xmlattr(Interpreter&, const Value&, Args&) {
+  return unsupported_filter("xmlattr");
+}
+Value f_unsupported_striptags(Interpreter&, const Value&, Args&) {
+  return unsupported_filter("striptags");
+}
+Value f_unsupported_pprint(Interpreter&, const Value&, Args&) {
+  return unsupported_filter("pprint");
+}
+Value f_unsupported_filesizeformat(Interpreter&, const Value&, Args&) {
+  return unsupported_filter("filesizeformat");
+}
 
 const std::pair<std::string_view, FilterFn> kFilters[] = {
     {"abs", f_abs},

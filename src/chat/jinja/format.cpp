@@ -18,7 +18,9 @@ std::string pad(std::string body, int64_t width, bool left, char fill, bool nume
   if (left) return body + std::string(n, ' ');
   if (numeric_zero) {
     size_t sign = !body.empty() && (body[0] == '-' || body[0] == '+' || body[0] == ' ') ? 1 : 0;
-    if (body.size() > sign + 1 && body[sign] == '0' && (body[sign + 1] == 'x' || body[sign + 1] == 'X' || body[sign + 1] == 'o')) sign += 2;
+    if (body.size() > sign + 1 && body[sign] == '0' &&
+        (body[sign + 1] == 'x' || body[sign + 1] == 'X' || body[sign + 1] == 'o'))
+      sign += 2;
     return body.substr(0, sign) + std::string(n, '0') + body.substr(sign);
   }
   return std::string(n, fill) + body;
@@ -36,7 +38,8 @@ int64_t int_of(const Value& v, char conv) {
     if (!std::isfinite(d)) raise_error("OverflowError", "cannot convert float infinity to integer");
     return static_cast<int64_t>(std::trunc(d));
   }
-  if (conv == 'd' || conv == 'i' || conv == 'u') type_error("%{} format: a real number is required, not {}", conv, type_name(v));
+  if (conv == 'd' || conv == 'i' || conv == 'u')
+    type_error("%{} format: a real number is required, not {}", conv, type_name(v));
   type_error("%{} format: an integer is required, not {}", conv, type_name(v));
 }
 
@@ -51,10 +54,14 @@ std::string format_int(int64_t v, char conv, bool alt, bool plus, bool space, in
   bool neg = v < 0;
   auto mag = neg ? 0 - static_cast<uint64_t>(v) : static_cast<uint64_t>(v);
   std::string digits;
-  if (conv == 'x') digits = fmt::format("{:x}", mag);
-  else if (conv == 'X') digits = fmt::format("{:X}", mag);
-  else if (conv == 'o') digits = fmt::format("{:o}", mag);
-  else digits = std::to_string(mag);
+  if (conv == 'x')
+    digits = fmt::format("{:x}", mag);
+  else if (conv == 'X')
+    digits = fmt::format("{:X}", mag);
+  else if (conv == 'o')
+    digits = fmt::format("{:o}", mag);
+  else
+    digits = std::to_string(mag);
   if (precision > 0 && static_cast<int64_t>(digits.size()) < precision) {
     digits = std::string(static_cast<size_t>(precision) - digits.size(), '0') + digits;
   }
@@ -73,8 +80,10 @@ std::string format_float(double d, char conv, bool alt, bool plus, bool space, i
     return sign + s;
   }
   std::string spec = "%";
-  if (plus) spec += '+';
-  else if (space) spec += ' ';
+  if (plus)
+    spec += '+';
+  else if (space)
+    spec += ' ';
   if (alt) spec += '#';
   spec += fmt::format(".{}{}", precision < 0 ? 6 : std::min<int64_t>(precision, 300), conv);
   return c_format(spec, d);
@@ -134,7 +143,8 @@ Value percent_format(const Value& fmt_value, const Value& args) {
       }
       if (i >= f.size() || !std::isdigit(static_cast<unsigned char>(f[i]))) return dflt;
       int64_t n = 0;
-      while (i < f.size() && std::isdigit(static_cast<unsigned char>(f[i]))) n = std::min<int64_t>(n * 10 + (f[i++] - '0'), 1 << 20);
+      while (i < f.size() && std::isdigit(static_cast<unsigned char>(f[i])))
+        n = std::min<int64_t>(n * 10 + (f[i++] - '0'), 1 << 20);
       return n;
     };
     int64_t width = number(0);
@@ -167,10 +177,20 @@ Value percent_format(const Value& fmt_value, const Value& args) {
         }
         break;
       }
-      case 'd': case 'i': case 'u': case 'o': case 'x': case 'X':
+      case 'd':
+      case 'i':
+      case 'u':
+      case 'o':
+      case 'x':
+      case 'X':
         body = format_int(int_of(arg, conv), conv == 'u' ? 'd' : conv, alt, plus, space, precision);
         break;
-      case 'e': case 'E': case 'f': case 'F': case 'g': case 'G':
+      case 'e':
+      case 'E':
+      case 'f':
+      case 'F':
+      case 'g':
+      case 'G':
         body = format_float(float_of(arg, conv), conv, alt, plus, space, precision);
         break;
       case 'c':
@@ -178,7 +198,8 @@ Value percent_format(const Value& fmt_value, const Value& args) {
         if (arg.is_string() && pystr::length(arg.str()) == 1) {
           body = arg.str();
         } else if (arg.is_int()) {
-          if (arg.as_int() < 0 || arg.as_int() > 0x10FFFF) raise_error("OverflowError", "%c arg not in range(0x110000)");
+          if (arg.as_int() < 0 || arg.as_int() > 0x10FFFF)
+            raise_error("OverflowError", "%c arg not in range(0x110000)");
           pystr::append_utf8(body, static_cast<uint32_t>(arg.as_int()));
         } else {
           type_error("%c requires int or char");
@@ -215,14 +236,16 @@ std::string format_spec(const Value& v, const std::string& spec) {
   if (i < spec.size() && spec[i] == '#') alt = true, ++i;
   if (i < spec.size() && spec[i] == '0') zero = true, ++i;
   int64_t width = 0;
-  while (i < spec.size() && std::isdigit(static_cast<unsigned char>(spec[i]))) width = std::min<int64_t>(width * 10 + (spec[i++] - '0'), 1 << 20);
+  while (i < spec.size() && std::isdigit(static_cast<unsigned char>(spec[i])))
+    width = std::min<int64_t>(width * 10 + (spec[i++] - '0'), 1 << 20);
   char grouping = 0;
   if (i < spec.size() && (spec[i] == ',' || spec[i] == '_')) grouping = spec[i++];
   int64_t precision = -1;
   if (i < spec.size() && spec[i] == '.') {
     ++i;
     precision = 0;
-    while (i < spec.size() && std::isdigit(static_cast<unsigned char>(spec[i]))) precision = std::min<int64_t>(precision * 10 + (spec[i++] - '0'), 300);
+    while (i < spec.size() && std::isdigit(static_cast<unsigned char>(spec[i])))
+      precision = std::min<int64_t>(precision * 10 + (spec[i++] - '0'), 300);
   }
   char type = i < spec.size() ? spec[i++] : 0;
   if (i != spec.size()) value_error("Invalid format specifier");
@@ -232,7 +255,8 @@ std::string format_spec(const Value& v, const std::string& spec) {
     if (type && type != 's') value_error("Unknown format code '{}' for object of type 'str'", type);
     body = v.str();
     if (precision >= 0) body = pystr::encode(pystr::decode(body), 0, static_cast<size_t>(precision));
-  } else if ((v.is_int() || v.is_bool()) && (!type || std::string_view("bdoxXcn").find(type) != std::string_view::npos)) {
+  } else if ((v.is_int() || v.is_bool()) &&
+             (!type || std::string_view("bdoxXcn").find(type) != std::string_view::npos)) {
     numeric = true;
     if (precision >= 0) value_error("Precision not allowed in integer format specifier");
     if (!type && v.is_bool() && spec.empty()) return to_str(v);
@@ -240,7 +264,12 @@ std::string format_spec(const Value& v, const std::string& spec) {
     if (type == 'b') {
       int64_t x = v.int_value();
       uint64_t mag = x < 0 ? 0 - static_cast<uint64_t>(x) : static_cast<uint64_t>(x);
-      body = fmt::format("{}{}{:b}", x < 0 ? "-" : sign == '+' ? "+" : sign == ' ' ? " " : "", alt ? "0b" : "", mag);
+      body = fmt::format("{}{}{:b}",
+                         x < 0         ? "-"
+                         : sign == '+' ? "+"
+                         : sign == ' ' ? " "
+                                       : "",
+                         alt ? "0b" : "", mag);
     } else if (type == 'c') {
       pystr::append_utf8(body, static_cast<uint32_t>(v.int_value()));
     } else {
@@ -261,7 +290,11 @@ std::string format_spec(const Value& v, const std::string& spec) {
     if (type == '%') {
       body = format_float(d * 100, 'f', alt, sign == '+', sign == ' ', precision) + "%";
     } else if (!type && precision < 0) {
-      body = fmt::format("{}{}", d >= 0 && sign == '+' ? "+" : d >= 0 && sign == ' ' ? " " : "", to_str(Value::floating(d)));
+      body = fmt::format("{}{}",
+                         d >= 0 && sign == '+'   ? "+"
+                         : d >= 0 && sign == ' ' ? " "
+                                                 : "",
+                         to_str(Value::floating(d)));
     } else if (std::string_view("eEfFgGn").find(type ? type : 'g') != std::string_view::npos) {
       char conv = !type || type == 'n' ? 'g' : type;
       body = format_float(d, conv, alt, sign == '+', sign == ' ', precision < 0 ? 6 : precision);
@@ -306,17 +339,22 @@ Value str_format(const Value& fmt_value, CallArgs& args) {
     if (first.empty()) {
       if (manual) value_error("cannot switch from manual field specification to automatic field numbering");
       size_t k = static_cast<size_t>(auto_index++);
-      if (k >= args.positional.size()) raise_error("IndexError", "Replacement index {} out of range for positional args tuple", k);
+      if (k >= args.positional.size())
+        raise_error("IndexError", "Replacement index {} out of range for positional args tuple", k);
       v = args.positional[k];
-    } else if (std::all_of(first.begin(), first.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
+    } else if (std::all_of(first.begin(), first.end(),
+                           [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
       manual = true;
       auto index = pystr::parse_int(first, 10);
-      if (!index) raise_error("IndexError", "Replacement index {} out of range for positional args tuple", first);
+      if (!index)
+        raise_error("IndexError", "Replacement index {} out of range for positional args tuple", first);
       size_t k = static_cast<size_t>(*index);
-      if (k >= args.positional.size()) raise_error("IndexError", "Replacement index {} out of range for positional args tuple", k);
+      if (k >= args.positional.size())
+        raise_error("IndexError", "Replacement index {} out of range for positional args tuple", k);
       v = args.positional[k];
     } else {
-      auto it = std::find_if(args.keyword.begin(), args.keyword.end(), [&](const auto& kw) { return kw.first == first; });
+      auto it = std::find_if(args.keyword.begin(), args.keyword.end(),
+                             [&](const auto& kw) { return kw.first == first; });
       if (it == args.keyword.end()) raise_error("KeyError", "{}", pystr::repr(first));
       v = it->second;
     }
@@ -324,14 +362,17 @@ Value str_format(const Value& fmt_value, CallArgs& args) {
     while (pos != std::string::npos && pos < field.size()) {
       if (field[pos] == '.') {
         size_t next = field.find_first_of(".[", pos + 1);
-        v = get_attr(v, field.substr(pos + 1, next == std::string::npos ? std::string::npos : next - pos - 1));
+        v = get_attr(v,
+                     field.substr(pos + 1, next == std::string::npos ? std::string::npos : next - pos - 1));
         pos = next;
       } else {
         size_t close = field.find(']', pos);
         if (close == std::string::npos) value_error("Missing ']' in format string");
         std::string key = field.substr(pos + 1, close - pos - 1);
         auto idx = pystr::parse_int(key, 10);
-        v = get_item(v, idx && !key.empty() && std::isdigit(static_cast<unsigned char>(key[0])) ? Value::integer(*idx) : Value::string(key));
+        v = get_item(v, idx && !key.empty() && std::isdigit(static_cast<unsigned char>(key[0]))
+                            ? Value::integer(*idx)
+                            : Value::string(key));
         pos = close + 1;
       }
     }
@@ -391,9 +432,12 @@ Value str_format(const Value& fmt_value, CallArgs& args) {
       spec = expanded;
     }
     Value v = lookup_field(field);
-    if (conversion == "r" || conversion == "a") v = Value::string(repr(v));
-    else if (conversion == "s") v = Value::string(to_str(v));
-    else if (!conversion.empty()) value_error("Unknown conversion specifier {}", conversion);
+    if (conversion == "r" || conversion == "a")
+      v = Value::string(repr(v));
+    else if (conversion == "s")
+      v = Value::string(to_str(v));
+    else if (!conversion.empty())
+      value_error("Unknown conversion specifier {}", conversion);
     if (fmt_value.is_markup() && v.is_markup()) {
       if (!spec.empty()) value_error("Unsupported format specification for Markup.");
       out += v.str();

@@ -17,7 +17,8 @@ constexpr int64_t kMaxRange = 100000;
 
 // Python's dict(*args, **kwargs) into `out`: a mapping or an iterable of pairs, then keywords.
 void fill_dict(Dict& out, CallArgs& args, const char* function) {
-  if (args.positional.size() > 1) type_error("{} expected at most 1 argument, got {}", function, args.positional.size());
+  if (args.positional.size() > 1)
+    type_error("{} expected at most 1 argument, got {}", function, args.positional.size());
   if (!args.positional.empty()) {
     const Value& src = args.positional[0];
     if (src.is_dict()) {
@@ -120,7 +121,8 @@ Value builtin_range(Interpreter&, CallArgs& args) {
     count = span / abs_step + (span % abs_step != 0);
   }
   if (count > static_cast<uint64_t>(kMaxRange)) {
-    raise_error("OverflowError", "Range too big. The sandbox blocks ranges larger than MAX_RANGE ({}).", kMaxRange);
+    raise_error("OverflowError", "Range too big. The sandbox blocks ranges larger than MAX_RANGE ({}).",
+                kMaxRange);
   }
   return Value::range(start, stop, step);
 }
@@ -172,12 +174,14 @@ ArgReader::ArgReader(CallArgs& args, std::string_view function, std::initializer
     : bound_(names.size()) {
   std::vector<std::string_view> list(names.begin(), names.end());
   if (args.positional.size() > list.size()) {
-    type_error("{}() takes at most {} argument(s) ({} given)", function, list.size() + 1, args.positional.size() + 1);
+    type_error("{}() takes at most {} argument(s) ({} given)", function, list.size() + 1,
+               args.positional.size() + 1);
   }
   for (size_t i = 0; i < args.positional.size(); ++i) bound_[i] = args.positional[i];
   for (auto& [key, value] : args.keyword) {
     auto it = std::find(list.begin(), list.end(), key);
-    if (it == list.end()) type_error("{}() got an unexpected keyword argument {}", function, pystr::repr(key));
+    if (it == list.end())
+      type_error("{}() got an unexpected keyword argument {}", function, pystr::repr(key));
     size_t i = static_cast<size_t>(it - list.begin());
     if (bound_[i]) type_error("{}() got multiple values for argument {}", function, pystr::repr(key));
     bound_[i] = value;
@@ -189,11 +193,17 @@ std::optional<Value> Namespace::get_attr(std::string_view name) const {
   return std::nullopt;
 }
 
-std::string Namespace::repr() const { return "<Namespace " + jinja::repr(Value::dict(attrs_)) + ">"; }
+std::string Namespace::repr() const {
+  return "<Namespace " + jinja::repr(Value::dict(attrs_)) + ">";
+}
 
-void Namespace::set(const std::string& name, Value value) { attrs_.set(Value::string(name), std::move(value)); }
+void Namespace::set(const std::string& name, Value value) {
+  attrs_.set(Value::string(name), std::move(value));
+}
 
-Value to_string_value(const Value& v) { return v.is_string() ? v : Value::string(to_str(v)); }
+Value to_string_value(const Value& v) {
+  return v.is_string() ? v : Value::string(to_str(v));
+}
 
 Value lookup_attribute_path(const Value& obj, const std::string& path) {
   Value item = obj;
@@ -201,7 +211,9 @@ Value lookup_attribute_path(const Value& obj, const std::string& path) {
   while (true) {
     size_t dot = path.find('.', start);
     std::string part = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
-    bool digits = !part.empty() && std::all_of(part.begin(), part.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+    bool digits = !part.empty() && std::all_of(part.begin(), part.end(), [](char c) {
+      return std::isdigit(static_cast<unsigned char>(c));
+    });
     if (digits) {
       auto i = pystr::parse_int(part, 10);
       item = get_item(item, i ? Value::integer(*i) : Value::string(part));
@@ -218,12 +230,23 @@ std::string html_escape(std::string_view s) {
   out.reserve(s.size());
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&#34;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&#34;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -255,11 +278,12 @@ void add_globals(Frame& frame) {
     ArgReader r(args, "joiner", {"sep"});
     return Value::object(std::make_shared<Joiner>(r.get_or(0, Value::string(", "))));
   });
-  frame.vars["raise_exception"] = Value::callable("raise_exception", [](Interpreter&, CallArgs& args) -> Value {
-    ArgReader r(args, "raise_exception", {"message"});
-    if (!r.has(0)) type_error("raise_exception() missing 1 required positional argument: 'message'");
-    throw TemplateRaisedError(to_str(*r.get(0)));
-  });
+  frame.vars["raise_exception"] =
+      Value::callable("raise_exception", [](Interpreter&, CallArgs& args) -> Value {
+        ArgReader r(args, "raise_exception", {"message"});
+        if (!r.has(0)) type_error("raise_exception() missing 1 required positional argument: 'message'");
+        throw TemplateRaisedError(to_str(*r.get(0)));
+      });
   frame.vars["strftime_now"] = Value::callable("strftime_now", [](Interpreter& interp, CallArgs& args) {
     ArgReader r(args, "strftime_now", {"format"});
     if (!r.has(0)) type_error("strftime_now() missing 1 required positional argument: 'format'");
@@ -269,6 +293,8 @@ void add_globals(Frame& frame) {
   });
 }
 
-void Namespace::clear_references() { attrs_ = Dict(); }
+void Namespace::clear_references() {
+  attrs_ = Dict();
+}
 
 }  // namespace keel::chat::jinja

@@ -93,7 +93,8 @@ class LoopContext : public Object {
   }
 
   Value call(Interpreter& interp, CallArgs& args) override {
-    if (!node_->recursive) type_error("Tried to call non recursive loop. Maybe you forgot the 'recursive' modifier.");
+    if (!node_->recursive)
+      type_error("Tried to call non recursive loop. Maybe you forgot the 'recursive' modifier.");
     if (args.positional.size() != 1 || !args.keyword.empty()) type_error("loop() takes exactly one argument");
     FramePtr frame = frame_.lock();
     if (!frame) unsupported_error("calling a recursive loop's `loop` after the loop has ended");
@@ -225,8 +226,10 @@ Interpreter::Flow Interpreter::exec(const Stmt& stmt, const FramePtr& frame, std
       for (size_t i = 0; i < values.size(); ++i) exec_set(node.assignments[i].first, values[i], inner);
       return exec_body(node.body, inner, out);
     }
-    case StmtKind::break_: return Flow::break_;
-    case StmtKind::continue_: return Flow::continue_;
+    case StmtKind::break_:
+      return Flow::break_;
+    case StmtKind::continue_:
+      return Flow::continue_;
     case StmtKind::scope: {
       const auto& node = static_cast<const Scope&>(stmt);
       auto inner = child_frame(frame, node.undefined);
@@ -237,7 +240,8 @@ Interpreter::Flow Interpreter::exec(const Stmt& stmt, const FramePtr& frame, std
   return Flow::normal;
 }
 
-void Interpreter::run_loop(const For& node, const FramePtr& frame, const Value& iterable, int depth, std::string& out) {
+void Interpreter::run_loop(const For& node, const FramePtr& frame, const Value& iterable, int depth,
+                           std::string& out) {
   std::vector<Value> items = iterate(iterable);
   if (node.filter) {
     std::vector<Value> kept;
@@ -253,7 +257,8 @@ void Interpreter::run_loop(const For& node, const FramePtr& frame, const Value& 
   auto loop = std::make_shared<LoopContext>(node, frame, std::move(items), depth);
   const std::vector<Value>& loop_items = loop->items();
   Value loop_value = Value::object(loop);
-  // jinja2 runs `else` unless an iteration ran to its end (a `break` or `continue` in the first one counts as none).
+  // jinja2 runs `else` unless an iteration ran to its end (a `break` or `continue` in the first one counts as
+  // none).
   bool completed_one = false;
   for (size_t i = 0; i < loop_items.size(); ++i) {
     budget_.charge_steps(1);
@@ -274,7 +279,9 @@ void Interpreter::run_loop(const For& node, const FramePtr& frame, const Value& 
 
 void Interpreter::exec_set(const Target& target, Value value, const FramePtr& frame) {
   switch (target.kind) {
-    case Target::Kind::name: frame->vars[target.name] = std::move(value); return;
+    case Target::Kind::name:
+      frame->vars[target.name] = std::move(value);
+      return;
     case Target::Kind::ns_attr: {
       const Value* ns = frame->find(target.name);
       if (!ns || !ns->is_object() || !ns->object_ptr()->is_namespace()) {
@@ -287,7 +294,8 @@ void Interpreter::exec_set(const Target& target, Value value, const FramePtr& fr
       std::vector<Value> items = iterate(value);
       size_t want = target.items.size();
       if (items.size() > want) value_error("too many values to unpack (expected {})", want);
-      if (items.size() < want) value_error("not enough values to unpack (expected {}, got {})", want, items.size());
+      if (items.size() < want)
+        value_error("not enough values to unpack (expected {}, got {})", want, items.size());
       for (size_t i = 0; i < want; ++i) exec_set(target.items[i], std::move(items[i]), frame);
       return;
     }
@@ -299,7 +307,10 @@ Value Interpreter::make_macro(const Macro& macro, const FramePtr& frame) {
   const Macro* node = &macro;
   FramePtr def_frame = frame;
   return Value::callable(
-      macro.name, [node, def_frame](Interpreter& interp, CallArgs& args) { return interp.call_macro(*node, def_frame, args); },
+      macro.name,
+      [node, def_frame](Interpreter& interp, CallArgs& args) {
+        return interp.call_macro(*node, def_frame, args);
+      },
       true);
 }
 
@@ -308,7 +319,8 @@ Value Interpreter::call_macro(const Macro& macro, const FramePtr& def_frame, Cal
   budget_.charge_steps(1);
   auto frame = child_frame(def_frame, macro.undefined);
   size_t n = macro.params.size();
-  const std::string label = macro.name.empty() ? "None" : pystr::repr(macro.name);  // a call block's caller: None
+  const std::string label =
+      macro.name.empty() ? "None" : pystr::repr(macro.name);  // a call block's caller: None
   if (args.positional.size() > n && !macro.uses_varargs) {
     type_error("macro {} takes not more than {} argument(s)", label, n);
   }
@@ -340,8 +352,9 @@ Value Interpreter::call_macro(const Macro& macro, const FramePtr& def_frame, Cal
   for (size_t i = 0; i < n; ++i) {
     if (bound[i]) continue;
     const auto& p = macro.params[i];
-    frame->vars[p.name] = p.default_value ? eval(*p.default_value, frame)
-                                          : Value::undefined(fmt::format("parameter {} was not provided", pystr::repr(p.name)));
+    frame->vars[p.name] =
+        p.default_value ? eval(*p.default_value, frame)
+                        : Value::undefined(fmt::format("parameter {} was not provided", pystr::repr(p.name)));
   }
   if (macro.uses_caller && !found_caller) {
     auto caller = pop_kwarg("caller");
@@ -354,8 +367,10 @@ Value Interpreter::call_macro(const Macro& macro, const FramePtr& def_frame, Cal
   } else if (!kwargs.empty()) {
     for (const auto& kw : kwargs) {
       if (kw.first == "caller") {
-        type_error("macro {} was invoked with two values for the special caller argument. This is most likely a bug.",
-                   label);
+        type_error(
+            "macro {} was invoked with two values for the special caller argument. This is most likely a "
+            "bug.",
+            label);
       }
     }
     type_error("macro {} takes no keyword argument {}", label, pystr::repr(kwargs.front().first));
@@ -375,19 +390,23 @@ Value Interpreter::call_macro(const Macro& macro, const FramePtr& def_frame, Cal
 Value Interpreter::call(const Value& callee, CallArgs& args) {
   budget_.charge_steps(1);
   switch (callee.kind()) {
-    case Kind::undefined: fail_undefined(callee);
-    case Kind::callable: return callee.callable_data().call(*this, args);
+    case Kind::undefined:
+      fail_undefined(callee);
+    case Kind::callable:
+      return callee.callable_data().call(*this, args);
     case Kind::object:
       if (callee.object_ptr()->is_callable()) return callee.object_ptr()->call(*this, args);
       break;
-    default: break;
+    default:
+      break;
   }
   type_error("'{}' object is not callable", type_name(callee));
 }
 
 Value Interpreter::apply_filter(const std::string& name, const Value& input, CallArgs& args, int line) {
   FilterFn fn = find_filter(name);
-  if (!fn) raise_error("TemplateRuntimeError", "No filter named {} found. (line {})", pystr::repr(name), line);
+  if (!fn)
+    raise_error("TemplateRuntimeError", "No filter named {} found. (line {})", pystr::repr(name), line);
   budget_.charge_steps(1);
   return fn(*this, input, args);
 }
@@ -436,7 +455,8 @@ Value Interpreter::eval_call(const Call& call, const FramePtr& frame) {
 
 Value Interpreter::eval(const Expr& expr, const FramePtr& frame) {
   switch (expr.kind) {
-    case ExprKind::constant: return static_cast<const Constant&>(expr).value;
+    case ExprKind::constant:
+      return static_cast<const Constant&>(expr).value;
     case ExprKind::name: {
       const auto& name = static_cast<const Name&>(expr).name;
       const Value* v = frame->find(name);
@@ -465,8 +485,10 @@ Value Interpreter::eval(const Expr& expr, const FramePtr& frame) {
       }
       return get_item(obj, eval(*node.key, frame));
     }
-    case ExprKind::slice: type_error("a slice is only allowed inside []");
-    case ExprKind::call: return eval_call(static_cast<const Call&>(expr), frame);
+    case ExprKind::slice:
+      type_error("a slice is only allowed inside []");
+    case ExprKind::call:
+      return eval_call(static_cast<const Call&>(expr), frame);
     case ExprKind::filter: {
       const auto& node = static_cast<const FilterOrTest&>(expr);
       return run_filter(node, eval(*node.node, frame), frame);
@@ -481,9 +503,12 @@ Value Interpreter::eval(const Expr& expr, const FramePtr& frame) {
       const auto& node = static_cast<const Unary&>(expr);
       Value v = eval(*node.operand, frame);
       switch (node.op) {
-        case UnaryOp::not_: return Value::boolean(!truthy(v));
-        case UnaryOp::neg: return negate(v);
-        case UnaryOp::pos: return unary_plus(v);
+        case UnaryOp::not_:
+          return Value::boolean(!truthy(v));
+        case UnaryOp::neg:
+          return negate(v);
+        case UnaryOp::pos:
+          return unary_plus(v);
       }
       return v;
     }
@@ -517,7 +542,8 @@ Value Interpreter::eval(const Expr& expr, const FramePtr& frame) {
       if (truthy(eval(*node.test, frame))) return eval(*node.then_expr, frame);
       if (node.else_expr) return eval(*node.else_expr, frame);
       return Value::undefined(fmt::format(
-          "the inline if-expression on line {} evaluated to false and no else section was defined.", node.line));
+          "the inline if-expression on line {} evaluated to false and no else section was defined.",
+          node.line));
     }
     case ExprKind::list:
     case ExprKind::tuple: {
@@ -525,7 +551,8 @@ Value Interpreter::eval(const Expr& expr, const FramePtr& frame) {
       std::vector<Value> items;
       items.reserve(node.items.size());
       for (const auto& item : node.items) items.push_back(eval(*item, frame));
-      return Value::list(std::move(items), expr.kind == ExprKind::tuple ? ListFlavor::tuple : ListFlavor::list);
+      return Value::list(std::move(items),
+                         expr.kind == ExprKind::tuple ? ListFlavor::tuple : ListFlavor::list);
     }
     case ExprKind::dict: {
       Dict d;

@@ -1,7 +1,7 @@
-// Runs a parsed template: statements, expressions, scopes, macros and loops with jinja2's semantics (as compiled
-// by jinja2 for ImmutableSandboxedEnvironment). Scopes: a `for` iteration, a macro call and `with` get a child
-// frame whose writes stay inside it; `if` does not; names resolve up the chain at the time they are read (a macro
-// sees the defining scope's current values, as jinja2's closures do).
+// Runs a parsed template: statements, expressions, scopes, macros and loops with jinja2's semantics (as
+// compiled by jinja2 for ImmutableSandboxedEnvironment). Scopes: a `for` iteration, a macro call and `with`
+// get a child frame whose writes stay inside it; `if` does not; names resolve up the chain at the time they
+// are read (a macro sees the defining scope's current values, as jinja2's closures do).
 #pragma once
 #include <ctime>
 #include <memory>
@@ -46,8 +46,8 @@ class Interpreter {
   Interpreter(const Interpreter&) = delete;
   Interpreter& operator=(const Interpreter&) = delete;
 
-  // Renders `body` with `globals` as the outermost frame (context variables, then builtins). The caller installs
-  // the budget (BudgetScope).
+  // Renders `body` with `globals` as the outermost frame (context variables, then builtins). The caller
+  // installs the budget (BudgetScope).
   std::string render(const ast::Template& tmpl, FramePtr globals);
 
   // For filters, tests and builtins that call back into the engine.
@@ -77,7 +77,8 @@ class Interpreter {
   CallArgs eval_args(const ast::Arguments& args, const FramePtr& frame);
   Value run_filter(const ast::FilterOrTest& node, const Value& input, const FramePtr& frame);
   void append_output(std::string& out, const std::string& text);
-  void run_loop(const ast::For& node, const FramePtr& frame, const Value& iterable, int depth, std::string& out);
+  void run_loop(const ast::For& node, const FramePtr& frame, const Value& iterable, int depth,
+                std::string& out);
 
   struct CallDepth {
     explicit CallDepth(Interpreter& i);

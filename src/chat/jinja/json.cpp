@@ -12,18 +12,25 @@ namespace keel::chat::jinja {
 namespace {
 
 Value from_json_at(const Json& j, int depth) {
-  if (depth > kMaxValueDepth) raise_error("RecursionError", "JSON nests more than {} levels deep", kMaxValueDepth);
+  if (depth > kMaxValueDepth)
+    raise_error("RecursionError", "JSON nests more than {} levels deep", kMaxValueDepth);
   switch (j.type()) {
-    case Json::value_t::null: return Value::none();
-    case Json::value_t::boolean: return Value::boolean(j.get<bool>());
-    case Json::value_t::number_integer: return Value::integer(j.get<int64_t>());
+    case Json::value_t::null:
+      return Value::none();
+    case Json::value_t::boolean:
+      return Value::boolean(j.get<bool>());
+    case Json::value_t::number_integer:
+      return Value::integer(j.get<int64_t>());
     case Json::value_t::number_unsigned: {
       auto u = j.get<uint64_t>();
-      if (u > static_cast<uint64_t>(INT64_MAX)) raise_error("OverflowError", "integer {} does not fit in 64 bits", u);
+      if (u > static_cast<uint64_t>(INT64_MAX))
+        raise_error("OverflowError", "integer {} does not fit in 64 bits", u);
       return Value::integer(static_cast<int64_t>(u));
     }
-    case Json::value_t::number_float: return Value::floating(j.get<double>());
-    case Json::value_t::string: return Value::string(j.get<std::string>());
+    case Json::value_t::number_float:
+      return Value::floating(j.get<double>());
+    case Json::value_t::string:
+      return Value::string(j.get<std::string>());
     case Json::value_t::array: {
       std::vector<Value> items;
       items.reserve(j.size());
@@ -35,7 +42,8 @@ Value from_json_at(const Json& j, int depth) {
       for (const auto& [k, v] : j.items()) d.set(Value::string(k), from_json_at(v, depth + 1));
       return Value::dict(std::move(d));
     }
-    default: raise_error("TypeError", "unsupported JSON value");
+    default:
+      raise_error("TypeError", "unsupported JSON value");
   }
 }
 
@@ -43,13 +51,27 @@ void append_json_string(std::string& out, std::string_view s, bool ensure_ascii)
   out += '"';
   for (uint32_t cp : pystr::decode(s)) {
     switch (cp) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
       default:
         if (cp < 0x20) {
           out += fmt::format("\\u{:04x}", cp);
@@ -81,19 +103,32 @@ class Dumper {
   void dump(std::string& out, const Value& v, int level) {
     if (out.size() > size_limit_) current_budget()->check_string(out.size());
     switch (v.kind()) {
-      case Kind::none: out += "null"; return;
-      case Kind::boolean: out += v.as_bool() ? "true" : "false"; return;
-      case Kind::integer: out += std::to_string(v.as_int()); return;
-      case Kind::floating: out += float_text(v.as_float()); return;
-      case Kind::string: append_json_string(out, v.str(), opt_.ensure_ascii); return;
+      case Kind::none:
+        out += "null";
+        return;
+      case Kind::boolean:
+        out += v.as_bool() ? "true" : "false";
+        return;
+      case Kind::integer:
+        out += std::to_string(v.as_int());
+        return;
+      case Kind::floating:
+        out += float_text(v.as_float());
+        return;
+      case Kind::string:
+        append_json_string(out, v.str(), opt_.ensure_ascii);
+        return;
       case Kind::list:
         if (v.flavor() == ListFlavor::list || v.flavor() == ListFlavor::tuple) {
           dump_list(out, v.items(), level);
           return;
         }
         break;
-      case Kind::dict: dump_dict(out, v.dict_data(), level); return;
-      default: break;
+      case Kind::dict:
+        dump_dict(out, v.dict_data(), level);
+        return;
+      default:
+        break;
     }
     type_error("Object of type {} is not JSON serializable", type_name(v));
   }
@@ -121,12 +156,18 @@ class Dumper {
 
   std::string key_text(const Value& k) {
     switch (k.kind()) {
-      case Kind::string: return k.str();
-      case Kind::integer: return std::to_string(k.as_int());
-      case Kind::floating: return float_text(k.as_float());
-      case Kind::boolean: return k.as_bool() ? "true" : "false";
-      case Kind::none: return "null";
-      default: type_error("keys must be str, int, float, bool or None, not {}", type_name(k));
+      case Kind::string:
+        return k.str();
+      case Kind::integer:
+        return std::to_string(k.as_int());
+      case Kind::floating:
+        return float_text(k.as_float());
+      case Kind::boolean:
+        return k.as_bool() ? "true" : "false";
+      case Kind::none:
+        return "null";
+      default:
+        type_error("keys must be str, int, float, bool or None, not {}", type_name(k));
     }
   }
 
@@ -161,7 +202,9 @@ class Dumper {
 
 }  // namespace
 
-Value from_json(const Json& j) { return from_json_at(j, 1); }
+Value from_json(const Json& j) {
+  return from_json_at(j, 1);
+}
 
 std::string dumps(const Value& v, const DumpOptions& options) {
   std::string out;

@@ -1,7 +1,8 @@
 // JSON in and out of the engine: request JSON (nlohmann ordered_json, key order kept) becomes Values, and
-// transformers' `tojson` filter, which is Python's json.dumps(x, ensure_ascii=False, indent=..., separators=...,
-// sort_keys=...): ", " and ": " separators by default (", " becomes "," with an indent), floats as Python's repr,
-// non-ASCII kept, and TypeError for what JSON cannot hold (Undefined, macros, ranges...).
+// transformers' `tojson` filter, which is Python's json.dumps(x, ensure_ascii=False, indent=...,
+// separators=..., sort_keys=...): ", " and ": " separators by default (", " becomes "," with an indent),
+// floats as Python's repr, non-ASCII kept, and TypeError for what JSON cannot hold (Undefined, macros,
+// ranges...).
 #pragma once
 #include <optional>
 #include <string>

@@ -8,9 +8,15 @@
 namespace keel::chat::jinja {
 namespace {
 
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
-bool is_name_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
-bool is_name_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
+bool is_name_start(char c) {
+  return std::isalpha(static_cast<unsigned char>(c)) || c == '_';
+}
+bool is_name_char(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+}
 
 class Lexer {
  public:
@@ -52,15 +58,16 @@ class Lexer {
   }
 
   // The text before a tag, with jinja2's OptionalLStrip rules: `-` strips all whitespace before the tag;
-  // otherwise, with lstrip_blocks and a block or comment tag (not `{{`, not `{%+`), spaces and tabs between the
-  // last newline (or the start of a line) and the tag go.
+  // otherwise, with lstrip_blocks and a block or comment tag (not `{{`, not `{%+`), spaces and tabs between
+  // the last newline (or the start of a line) and the tag go.
   void emit_text_before_tag(std::string text, char sign, bool is_variable) {
     if (sign == '-') {
       text = pystr::strip(text, std::nullopt, false, true);
     } else if (sign != '+' && opt_.lstrip_blocks && !is_variable) {
       size_t nl = text.rfind('\n');
       size_t l_pos = nl == std::string::npos ? 0 : nl + 1;
-      if ((l_pos > 0 || line_starting_) && l_pos < text.size() && skip_spaces_in(text, l_pos) == text.size()) {
+      if ((l_pos > 0 || line_starting_) && l_pos < text.size() &&
+          skip_spaces_in(text, l_pos) == text.size()) {
         text.resize(l_pos);
       }
     }
@@ -273,7 +280,8 @@ class Lexer {
     if (!end) {
       if (s_[p] == '0') {
         end = p + 1;
-        while (end < s_.size() && (s_[end] == '0' || (s_[end] == '_' && end + 1 < s_.size() && s_[end + 1] == '0'))) {
+        while (end < s_.size() &&
+               (s_[end] == '0' || (s_[end] == '_' && end + 1 < s_.size() && s_[end + 1] == '0'))) {
           end += s_[end] == '_' ? 2 : 1;
         }
       } else {
@@ -306,7 +314,8 @@ class Lexer {
     if (quote != '\'' && quote != '"') return false;
     size_t p = pos_ + 1;
     while (p < s_.size() && s_[p] != quote) p += s_[p] == '\\' ? 2 : 1;
-    if (p >= s_.size()) syntax_error(line_, "unexpected char {} at {}", pystr::repr(std::string(1, quote)), pos_);
+    if (p >= s_.size())
+      syntax_error(line_, "unexpected char {} at {}", pystr::repr(std::string(1, quote)), pos_);
     push(Tok::string, decode_escapes(std::string_view(s_).substr(pos_ + 1, p - pos_ - 1)));
     advance_to(p + 1);
     return true;
@@ -317,10 +326,14 @@ class Lexer {
     if (raw.find('\\') == std::string_view::npos) return std::string(raw);
     std::string ascii;  // step 1: non-ASCII code points become \xhh, \uhhhh, \Uhhhhhhhh
     for (uint32_t cp : pystr::decode(raw)) {
-      if (cp < 0x80) ascii += static_cast<char>(cp);
-      else if (cp <= 0xFF) ascii += fmt::format("\\x{:02x}", cp);
-      else if (cp <= 0xFFFF) ascii += fmt::format("\\u{:04x}", cp);
-      else ascii += fmt::format("\\U{:08x}", cp);
+      if (cp < 0x80)
+        ascii += static_cast<char>(cp);
+      else if (cp <= 0xFF)
+        ascii += fmt::format("\\x{:02x}", cp);
+      else if (cp <= 0xFFFF)
+        ascii += fmt::format("\\u{:04x}", cp);
+      else
+        ascii += fmt::format("\\U{:08x}", cp);
     }
     std::string out;  // step 2: Python's unicode-escape codec
     auto hex_escape = [&](size_t& i, int n, const char* what) {
@@ -344,25 +357,54 @@ class Lexer {
       if (i + 1 >= ascii.size()) syntax_error(line_, "\\ at end of string");
       char e = ascii[++i];
       switch (e) {
-        case '\n': break;
-        case '\\': out += '\\'; break;
-        case '\'': out += '\''; break;
-        case '"': out += '"'; break;
-        case 'a': out += '\a'; break;
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
-        case 'n': out += '\n'; break;
-        case 'r': out += '\r'; break;
-        case 't': out += '\t'; break;
-        case 'v': out += '\v'; break;
-        case 'x': hex_escape(i, 2, "\\xXX"); break;
-        case 'u': hex_escape(i, 4, "\\uXXXX"); break;
-        case 'U': hex_escape(i, 8, "\\UXXXXXXXX"); break;
-        case 'N': unsupported_error("\\N{{...}} escapes in string literals are not supported (line {})", line_);
+        case '\n':
+          break;
+        case '\\':
+          out += '\\';
+          break;
+        case '\'':
+          out += '\'';
+          break;
+        case '"':
+          out += '"';
+          break;
+        case 'a':
+          out += '\a';
+          break;
+        case 'b':
+          out += '\b';
+          break;
+        case 'f':
+          out += '\f';
+          break;
+        case 'n':
+          out += '\n';
+          break;
+        case 'r':
+          out += '\r';
+          break;
+        case 't':
+          out += '\t';
+          break;
+        case 'v':
+          out += '\v';
+          break;
+        case 'x':
+          hex_escape(i, 2, "\\xXX");
+          break;
+        case 'u':
+          hex_escape(i, 4, "\\uXXXX");
+          break;
+        case 'U':
+          hex_escape(i, 8, "\\UXXXXXXXX");
+          break;
+        case 'N':
+          unsupported_error("\\N{{...}} escapes in string literals are not supported (line {})", line_);
         default:
           if (e >= '0' && e <= '7') {
             uint32_t v = static_cast<uint32_t>(e - '0');
-            for (int k = 0; k < 2 && i + 1 < ascii.size() && ascii[i + 1] >= '0' && ascii[i + 1] <= '7'; ++k) {
+            for (int k = 0; k < 2 && i + 1 < ascii.size() && ascii[i + 1] >= '0' && ascii[i + 1] <= '7';
+                 ++k) {
               v = v * 8 + static_cast<uint32_t>(ascii[++i] - '0');
             }
             pystr::append_utf8(out, v);

@@ -1,6 +1,7 @@
-// Template text -> tokens, exactly as jinja2's lexer cuts it: newlines normalized to "\n" and one trailing newline
-// dropped, `{%- -%}`/`{{- -}}`/`{#- -#}` whitespace control, trim_blocks (one newline after a block or comment
-// tag), lstrip_blocks (spaces and tabs before a block or comment tag at the start of a line, unless `{%+`),
+// Template text -> tokens, exactly as jinja2's lexer cuts it: newlines normalized to "\n" and one trailing
+// newline dropped, `{%- -%}`/`{{- -}}`/`{#- -#}` whitespace control, trim_blocks (one newline after a block
+// or comment tag), lstrip_blocks (spaces and tabs before a block or comment tag at the start of a line,
+// unless `{%+`),
 // `{% raw %}`, and Python string-literal escapes.
 #pragma once
 #include <cstdint>
@@ -38,8 +39,8 @@ struct LexerOptions {
   bool keep_trailing_newline = false;
 };
 
-// Throws TemplateError (TemplateSyntaxError) on unterminated comments/raw blocks, bad characters, bad escapes,
-// unbalanced brackets.
+// Throws TemplateError (TemplateSyntaxError) on unterminated comments/raw blocks, bad characters, bad
+// escapes, unbalanced brackets.
 std::vector<Token> tokenize(std::string_view source, const LexerOptions& options);
 
 // jinja2 turns "\r\n" and "\r" into "\n" and, unless keep_trailing_newline, drops one trailing newline.

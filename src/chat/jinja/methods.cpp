@@ -1,11 +1,11 @@
 // The Python methods of str, dict, list and tuple values that templates call (`content.strip()`,
-// `message.get('x')`, `tool.items()`), with jinja2's ImmutableSandboxedEnvironment rule: a method that would mutate
-// the value (list.append, dict.update, ...) is an Undefined whose use raises SecurityError.
+// `message.get('x')`, `tool.items()`), with jinja2's ImmutableSandboxedEnvironment rule: a method that would
+// mutate the value (list.append, dict.update, ...) is an Undefined whose use raises SecurityError.
 #include <utf8proc.h>
 
 #include <algorithm>
-#include <cmath>
 #include <array>
+#include <cmath>
 #include <string_view>
 
 #include "chat/jinja/budget.h"
@@ -74,12 +74,14 @@ bool is_numeric_cp(uint32_t cp) {
   int c = category(cp);
   return c >= UTF8PROC_CATEGORY_ND && c <= UTF8PROC_CATEGORY_NO;
 }
-bool is_decimal_cp(uint32_t cp) { return category(cp) == UTF8PROC_CATEGORY_ND; }
+bool is_decimal_cp(uint32_t cp) {
+  return category(cp) == UTF8PROC_CATEGORY_ND;
+}
 
 // markupsafe's Markup escapes the str arguments of these methods before calling str's.
 constexpr std::array<std::string_view, 15> kMarkupEscapingMethods = {
-    "capitalize", "title", "lower", "upper", "replace", "ljust", "rjust", "lstrip",
-    "rstrip", "center", "strip", "translate", "expandtabs", "swapcase", "zfill"};
+    "capitalize", "title",  "lower", "upper",     "replace",    "ljust",    "rjust", "lstrip",
+    "rstrip",     "center", "strip", "translate", "expandtabs", "swapcase", "zfill"};
 
 Value markup_escape(const Value& v) {
   if (v.is_markup()) return v;
@@ -89,7 +91,8 @@ Value markup_escape(const Value& v) {
 Value str_method(const Value& self, CallArgs& args, std::string_view name) {
   const std::string& s = self.str();
   if (self.is_markup()) {
-    if (std::find(kMarkupEscapingMethods.begin(), kMarkupEscapingMethods.end(), name) != kMarkupEscapingMethods.end()) {
+    if (std::find(kMarkupEscapingMethods.begin(), kMarkupEscapingMethods.end(), name) !=
+        kMarkupEscapingMethods.end()) {
       for (auto& a : args.positional) {
         if (a.is_string()) a = markup_escape(a);
       }
@@ -120,11 +123,13 @@ Value str_method(const Value& self, CallArgs& args, std::string_view name) {
   auto bool_result = [](bool b) { return Value::boolean(b); };
   if (name == "strip" || name == "lstrip" || name == "rstrip") {
     ArgReader r(args, name, {"chars"});
-    return string_like(self, pystr::strip(s, optional_str(r.get(0), name), name != "rstrip", name != "lstrip"));
+    return string_like(self,
+                       pystr::strip(s, optional_str(r.get(0), name), name != "rstrip", name != "lstrip"));
   }
   if (name == "split" || name == "rsplit") {
     ArgReader r(args, name, {"sep", "maxsplit"});
-    auto sep = r.get(0) && !r.get(0)->is_none() ? std::optional<std::string>(str_arg(*r.get(0), name, 1)) : std::nullopt;
+    auto sep = r.get(0) && !r.get(0)->is_none() ? std::optional<std::string>(str_arg(*r.get(0), name, 1))
+                                                : std::nullopt;
     if (sep && sep->empty()) value_error("empty separator");
     int64_t maxsplit = index_arg(r.get(1)).value_or(-1);
     return str_list(name == "split" ? pystr::split(s, sep, maxsplit) : pystr::rsplit(s, sep, maxsplit), self);
@@ -154,7 +159,8 @@ Value str_method(const Value& self, CallArgs& args, std::string_view name) {
   }
   if (name == "replace") {
     ArgReader r(args, name, {"old", "new", "count"});
-    if (!r.has(0) || !r.has(1)) type_error("replace expected at least 2 arguments, got {}", args.positional.size());
+    if (!r.has(0) || !r.has(1))
+      type_error("replace expected at least 2 arguments, got {}", args.positional.size());
     int64_t count = index_arg(r.get(2)).value_or(-1);
     const std::string& old = str_arg(*r.get(0), name, 1);
     const std::string& repl = str_arg(*r.get(1), name, 2);
@@ -186,7 +192,8 @@ Value str_method(const Value& self, CallArgs& args, std::string_view name) {
     std::string out;
     size_t i = 0;
     for (const auto& item : iterate(*r.get(0))) {
-      if (!item.is_string()) type_error("sequence item {}: expected str instance, {} found", i, type_name(item));
+      if (!item.is_string())
+        type_error("sequence item {}: expected str instance, {} found", i, type_name(item));
       if (i++) out += s;
       out += item.str();
       if (out.size() > (size_t{1} << 20)) check_result_size(out.size());
@@ -208,7 +215,8 @@ Value str_method(const Value& self, CallArgs& args, std::string_view name) {
     auto len = static_cast<int64_t>(pystr::length(s));
     if (width <= len) return self;
     std::string pad(static_cast<size_t>(width - len), '0');
-    if (!s.empty() && (s[0] == '+' || s[0] == '-')) return string_like(self, s.substr(0, 1) + pad + s.substr(1));
+    if (!s.empty() && (s[0] == '+' || s[0] == '-'))
+      return string_like(self, s.substr(0, 1) + pad + s.substr(1));
     return string_like(self, pad + s);
   }
   if (name == "partition" || name == "rpartition") {
@@ -231,7 +239,8 @@ Value str_method(const Value& self, CallArgs& args, std::string_view name) {
     ArgReader r(args, name, {"affix"});
     if (!r.has(0)) type_error("{}() takes exactly one argument (0 given)", name);
     const std::string& affix = str_arg(*r.get(0), name, 1);
-    if (name == "removeprefix" && s.compare(0, affix.size(), affix) == 0) return string_like(self, s.substr(affix.size()));
+    if (name == "removeprefix" && s.compare(0, affix.size(), affix) == 0)
+      return string_like(self, s.substr(affix.size()));
     if (name == "removesuffix" && !affix.empty() && s.size() >= affix.size() &&
         s.compare(s.size() - affix.size(), affix.size(), affix) == 0) {
       return string_like(self, s.substr(0, s.size() - affix.size()));
@@ -243,7 +252,8 @@ Value str_method(const Value& self, CallArgs& args, std::string_view name) {
   if (name == "isalpha") return bool_result(all_cps(s, is_alpha_cp));
   if (name == "isdigit" || name == "isdecimal") return bool_result(all_cps(s, is_decimal_cp));
   if (name == "isnumeric") return bool_result(all_cps(s, is_numeric_cp));
-  if (name == "isalnum") return bool_result(all_cps(s, [](uint32_t cp) { return is_alpha_cp(cp) || is_numeric_cp(cp); }));
+  if (name == "isalnum")
+    return bool_result(all_cps(s, [](uint32_t cp) { return is_alpha_cp(cp) || is_numeric_cp(cp); }));
   if (name == "isspace") return bool_result(all_cps(s, pystr::is_space));
   if (name == "islower") return bool_result(pystr::is_lower(s));
   if (name == "isupper") return bool_result(pystr::is_upper(s));
@@ -270,7 +280,8 @@ Value str_method(const Value& self, CallArgs& args, std::string_view name) {
   }
   if (name == "isidentifier") {
     bool ok = !s.empty() && (std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_') &&
-              std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+              std::all_of(s.begin(), s.end(),
+                          [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
     return bool_result(ok);
   }
   unsupported_error("str.{}() is not supported by keel's chat templates", name);
@@ -284,8 +295,9 @@ Value dict_method(const Value& self, CallArgs& args, std::string_view name) {
     const Value* v = d.find(*r.get(0));
     return v ? *v : r.get_or(1, Value::none());
   }
-  ArgReader r(args, name, name == "fromkeys" ? std::initializer_list<const char*>{"iterable", "value"}
-                                             : std::initializer_list<const char*>{});
+  ArgReader r(args, name,
+              name == "fromkeys" ? std::initializer_list<const char*>{"iterable", "value"}
+                                 : std::initializer_list<const char*>{});
   if (name == "copy") return self;
   if (name == "fromkeys") {
     if (!r.has(0)) type_error("fromkeys expected at least 1 argument, got 0");
@@ -295,9 +307,12 @@ Value dict_method(const Value& self, CallArgs& args, std::string_view name) {
   }
   std::vector<Value> items;
   for (const auto& [k, v] : d.entries()) {
-    if (name == "keys") items.push_back(k);
-    else if (name == "values") items.push_back(v);
-    else items.push_back(Value::list({k, v}, ListFlavor::tuple));
+    if (name == "keys")
+      items.push_back(k);
+    else if (name == "values")
+      items.push_back(v);
+    else
+      items.push_back(Value::list({k, v}, ListFlavor::tuple));
   }
   return Value::list(std::move(items), name == "keys"     ? ListFlavor::dict_keys
                                        : name == "values" ? ListFlavor::dict_values
@@ -314,7 +329,8 @@ Value list_method(const Value& self, CallArgs& args, std::string_view name) {
   if (!r.has(0)) type_error("{}() takes at least 1 argument (0 given)", name);
   const Value& x = *r.get(0);
   if (name == "count") {
-    return Value::integer(std::count_if(items.begin(), items.end(), [&](const Value& v) { return equals(v, x); }));
+    return Value::integer(
+        std::count_if(items.begin(), items.end(), [&](const Value& v) { return equals(v, x); }));
   }
   auto n = static_cast<int64_t>(items.size());
   int64_t start = index_arg(r.get(1)).value_or(0), stop = index_arg(r.get(2)).value_or(n);
@@ -327,15 +343,17 @@ Value list_method(const Value& self, CallArgs& args, std::string_view name) {
 }
 
 constexpr std::array<std::string_view, 46> kStrMethods = {
-    "capitalize", "casefold", "center", "count", "encode", "endswith", "expandtabs", "find", "format",
-    "format_map", "index", "isalnum", "isalpha", "isascii", "isdecimal", "isdigit", "isidentifier", "islower",
-    "isnumeric", "isprintable", "isspace", "istitle", "isupper", "join", "ljust", "lower", "lstrip",
-    "maketrans", "partition", "removeprefix", "removesuffix", "replace", "rfind", "rindex", "rjust",
-    "rpartition", "rsplit", "rstrip", "split", "splitlines", "startswith", "strip", "swapcase", "title",
-    "translate", "upper"};
-constexpr std::array<std::string_view, 6> kDictMethods = {"copy", "fromkeys", "get", "items", "keys", "values"};
+    "capitalize", "casefold",     "center",       "count",   "encode",     "endswith",    "expandtabs",
+    "find",       "format",       "format_map",   "index",   "isalnum",    "isalpha",     "isascii",
+    "isdecimal",  "isdigit",      "isidentifier", "islower", "isnumeric",  "isprintable", "isspace",
+    "istitle",    "isupper",      "join",         "ljust",   "lower",      "lstrip",      "maketrans",
+    "partition",  "removeprefix", "removesuffix", "replace", "rfind",      "rindex",      "rjust",
+    "rpartition", "rsplit",       "rstrip",       "split",   "splitlines", "startswith",  "strip",
+    "swapcase",   "title",        "translate",    "upper"};
+constexpr std::array<std::string_view, 6> kDictMethods = {"copy",  "fromkeys", "get",
+                                                          "items", "keys",     "values"};
 constexpr std::array<std::string_view, 5> kDictMutators = {"clear", "pop", "popitem", "setdefault", "update"};
-constexpr std::array<std::string_view, 8> kListMutators = {"append", "clear", "extend", "insert",
+constexpr std::array<std::string_view, 8> kListMutators = {"append", "clear",  "extend",  "insert",
                                                            "pop",    "remove", "reverse", "sort"};
 
 template <size_t N>
@@ -345,7 +363,8 @@ bool in(const std::array<std::string_view, N>& names, std::string_view name) {
 
 Value bind(const Value& self, std::string_view name, Method method) {
   std::string n(name);
-  return Value::callable(n, [self, n, method](Interpreter&, CallArgs& args) { return method(self, args, n); });
+  return Value::callable(n,
+                         [self, n, method](Interpreter&, CallArgs& args) { return method(self, args, n); });
 }
 
 Value unsafe(const Value& self, std::string_view name) {

@@ -14,14 +14,22 @@ using ast::CompareOp;
 
 const char* op_symbol(BinaryOp op) {
   switch (op) {
-    case BinaryOp::add: return "+";
-    case BinaryOp::sub: return "-";
-    case BinaryOp::mul: return "*";
-    case BinaryOp::div: return "/";
-    case BinaryOp::floordiv: return "//";
-    case BinaryOp::mod: return "%";
-    case BinaryOp::pow: return "** or pow()";
-    default: return "?";
+    case BinaryOp::add:
+      return "+";
+    case BinaryOp::sub:
+      return "-";
+    case BinaryOp::mul:
+      return "*";
+    case BinaryOp::div:
+      return "/";
+    case BinaryOp::floordiv:
+      return "//";
+    case BinaryOp::mod:
+      return "%";
+    case BinaryOp::pow:
+      return "** or pow()";
+    default:
+      return "?";
   }
 }
 
@@ -88,7 +96,8 @@ Value repeat(const Value& seq, const Value& count) {
   if (seq.is_string()) {
     const std::string& s = seq.str();
     if (n > 0 && !s.empty()) {
-      if (auto* budget = current_budget()) budget->check_string(s.size() * static_cast<size_t>(std::min<int64_t>(n, INT32_MAX)));
+      if (auto* budget = current_budget())
+        budget->check_string(s.size() * static_cast<size_t>(std::min<int64_t>(n, INT32_MAX)));
     }
     std::string out;
     if (!s.empty()) {
@@ -99,7 +108,8 @@ Value repeat(const Value& seq, const Value& count) {
   }
   const auto& items = seq.items();
   if (n > 0 && !items.empty()) {
-    if (auto* budget = current_budget()) budget->check_list(items.size() * static_cast<size_t>(std::min<int64_t>(n, INT32_MAX)));
+    if (auto* budget = current_budget())
+      budget->check_list(items.size() * static_cast<size_t>(std::min<int64_t>(n, INT32_MAX)));
   }
   std::vector<Value> out;
   for (int64_t i = 0; i < n && !items.empty(); ++i) out.insert(out.end(), items.begin(), items.end());
@@ -111,8 +121,10 @@ bool is_sequence_for_concat(const Value& v) {
 }
 
 int compare_numbers(const Value& a, const Value& b) {
-  long double x = a.is_float() ? static_cast<long double>(a.as_float()) : static_cast<long double>(a.int_value());
-  long double y = b.is_float() ? static_cast<long double>(b.as_float()) : static_cast<long double>(b.int_value());
+  long double x =
+      a.is_float() ? static_cast<long double>(a.as_float()) : static_cast<long double>(a.int_value());
+  long double y =
+      b.is_float() ? static_cast<long double>(b.as_float()) : static_cast<long double>(b.int_value());
   return x < y ? -1 : x > y ? 1 : 0;
 }
 
@@ -121,8 +133,8 @@ bool subscriptable_list(const Value& v) {
          v.flavor() != ListFlavor::dict_values && v.flavor() != ListFlavor::dict_items;
 }
 
-// Python's PySlice_AdjustIndices: the adjusted start, stop and step of a slice over `len` items, and the indexes
-// it visits.
+// Python's PySlice_AdjustIndices: the adjusted start, stop and step of a slice over `len` items, and the
+// indexes it visits.
 struct SliceIndexes {
   int64_t start, stop, step;
   std::vector<int64_t> indexes;
@@ -156,7 +168,9 @@ SliceIndexes slice_indexes(int64_t len, const Value& start_v, const Value& stop_
 
 }  // namespace
 
-Value string_like(const Value& like, std::string s) { return Value::string(std::move(s), like.is_markup()); }
+Value string_like(const Value& like, std::string s) {
+  return Value::string(std::move(s), like.is_markup());
+}
 
 void fail_undefined(const Value& undefined) {
   const UndefinedData& d = undefined.undefined_data();
@@ -165,7 +179,8 @@ void fail_undefined(const Value& undefined) {
 
 Value arithmetic(BinaryOp op, const Value& a, const Value& b) {
   if (a.is_undefined()) fail_undefined(a);
-  if (op == BinaryOp::mod && a.is_string()) return percent_format(a, b);  // str % Undefined formats (as a mapping)
+  if (op == BinaryOp::mod && a.is_string())
+    return percent_format(a, b);  // str % Undefined formats (as a mapping)
   if (b.is_undefined()) fail_undefined(b);
   bool ints = (a.is_int() || a.is_bool()) && (b.is_int() || b.is_bool());
   bool numbers = a.is_number() && b.is_number();
@@ -206,7 +221,8 @@ Value arithmetic(BinaryOp op, const Value& a, const Value& b) {
       unsupported_operands(op, a, b);
     case BinaryOp::div:
       if (!numbers) unsupported_operands(op, a, b);
-      if (b.number_value() == 0.0) raise_error("ZeroDivisionError", "{}", ints ? "division by zero" : "float division by zero");
+      if (b.number_value() == 0.0)
+        raise_error("ZeroDivisionError", "{}", ints ? "division by zero" : "float division by zero");
       return Value::floating(a.number_value() / b.number_value());
     case BinaryOp::floordiv:
       if (!numbers) unsupported_operands(op, a, b);
@@ -238,12 +254,15 @@ Value arithmetic(BinaryOp op, const Value& a, const Value& b) {
       if (ints && b.int_value() >= 0) return Value::integer(int_pow(a.int_value(), b.int_value()));
       double x = a.number_value(), y = b.number_value();
       if (x == 0.0 && y < 0) raise_error("ZeroDivisionError", "0.0 cannot be raised to a negative power");
-      if (x < 0 && y != std::floor(y)) unsupported_error("a negative number to a fractional power is complex");
+      if (x < 0 && y != std::floor(y))
+        unsupported_error("a negative number to a fractional power is complex");
       double r = std::pow(x, y);
-      if (std::isinf(r) && std::isfinite(x) && std::isfinite(y)) raise_error("OverflowError", "(34, 'Numerical result out of range')");
+      if (std::isinf(r) && std::isfinite(x) && std::isfinite(y))
+        raise_error("OverflowError", "(34, 'Numerical result out of range')");
       return Value::floating(r);
     }
-    default: break;
+    default:
+      break;
   }
   unsupported_operands(op, a, b);
 }
@@ -281,18 +300,25 @@ int order(const Value& a, const Value& b) {
   type_error("'<' not supported between instances of '{}' and '{}'", type_name(a), type_name(b));
 }
 
-bool less_than(const Value& a, const Value& b) { return order(a, b) < 0; }
+bool less_than(const Value& a, const Value& b) {
+  return order(a, b) < 0;
+}
 
 bool compare(CompareOp op, const Value& a, const Value& b) {
   switch (op) {
-    case CompareOp::eq: return equals(a, b);
-    case CompareOp::ne: return !equals(a, b);
-    case CompareOp::in: return contains(b, a);
-    case CompareOp::notin: return !contains(b, a);
-    default: break;
+    case CompareOp::eq:
+      return equals(a, b);
+    case CompareOp::ne:
+      return !equals(a, b);
+    case CompareOp::in:
+      return contains(b, a);
+    case CompareOp::notin:
+      return !contains(b, a);
+    default:
+      break;
   }
-  if (a.is_number() && b.is_number() && ((a.is_float() && std::isnan(a.as_float())) ||
-                                         (b.is_float() && std::isnan(b.as_float())))) {
+  if (a.is_number() && b.is_number() &&
+      ((a.is_float() && std::isnan(a.as_float())) || (b.is_float() && std::isnan(b.as_float())))) {
     return false;  // every ordering with NaN is false
   }
   int c;
@@ -300,22 +326,31 @@ bool compare(CompareOp op, const Value& a, const Value& b) {
     c = order(a, b);
   } catch (const TemplateError& e) {
     if (e.python_type() != "TypeError") throw;
-    const char* sym = op == CompareOp::lt ? "<" : op == CompareOp::lteq ? "<=" : op == CompareOp::gt ? ">" : ">=";
+    const char* sym = op == CompareOp::lt     ? "<"
+                      : op == CompareOp::lteq ? "<="
+                      : op == CompareOp::gt   ? ">"
+                                              : ">=";
     type_error("'{}' not supported between instances of '{}' and '{}'", sym, type_name(a), type_name(b));
   }
   switch (op) {
-    case CompareOp::lt: return c < 0;
-    case CompareOp::lteq: return c <= 0;
-    case CompareOp::gt: return c > 0;
-    case CompareOp::gteq: return c >= 0;
-    default: return false;
+    case CompareOp::lt:
+      return c < 0;
+    case CompareOp::lteq:
+      return c <= 0;
+    case CompareOp::gt:
+      return c > 0;
+    case CompareOp::gteq:
+      return c >= 0;
+    default:
+      return false;
   }
 }
 
 bool contains(const Value& container, const Value& item) {
   switch (container.kind()) {
     case Kind::string:
-      if (!item.is_string()) type_error("'in <string>' requires string as left operand, not {}", type_name(item));
+      if (!item.is_string())
+        type_error("'in <string>' requires string as left operand, not {}", type_name(item));
       return container.str().find(item.str()) != std::string::npos;
     case Kind::list: {
       if (container.flavor() == ListFlavor::generator) {
@@ -331,9 +366,12 @@ bool contains(const Value& container, const Value& item) {
       }
       return false;
     }
-    case Kind::dict: return container.dict_data().find(item) != nullptr;
-    case Kind::undefined: return false;
-    default: type_error("argument of type '{}' is not iterable", type_name(container));
+    case Kind::dict:
+      return container.dict_data().find(item) != nullptr;
+    case Kind::undefined:
+      return false;
+    default:
+      type_error("argument of type '{}' is not iterable", type_name(container));
   }
 }
 
@@ -362,20 +400,26 @@ std::vector<Value> iterate(const Value& v) {
       }
       return chars;
     }
-    case Kind::undefined: return {};
-    default: type_error("'{}' object is not iterable", type_name(v));
+    case Kind::undefined:
+      return {};
+    default:
+      type_error("'{}' object is not iterable", type_name(v));
   }
 }
 
 int64_t length(const Value& v) {
   switch (v.kind()) {
-    case Kind::string: return static_cast<int64_t>(pystr::length(v.str()));
+    case Kind::string:
+      return static_cast<int64_t>(pystr::length(v.str()));
     case Kind::list:
       if (v.flavor() == ListFlavor::generator) break;
       return static_cast<int64_t>(v.items().size());
-    case Kind::dict: return static_cast<int64_t>(v.dict_data().size());
-    case Kind::undefined: return 0;
-    default: break;
+    case Kind::dict:
+      return static_cast<int64_t>(v.dict_data().size());
+    case Kind::undefined:
+      return 0;
+    default:
+      break;
   }
   type_error("object of type '{}' has no len()", type_name(v));
 }
@@ -417,7 +461,8 @@ Value get_item(const Value& obj, const Value& key) {
         auto cps = pystr::decode(obj.str());
         int64_t n = static_cast<int64_t>(cps.size());
         if (i < 0) i += n;
-        if (i >= 0 && i < n) return string_like(obj, pystr::encode(cps, static_cast<size_t>(i), static_cast<size_t>(i) + 1));
+        if (i >= 0 && i < n)
+          return string_like(obj, pystr::encode(cps, static_cast<size_t>(i), static_cast<size_t>(i) + 1));
       }
     } else {
       const auto& items = obj.items();
@@ -439,7 +484,8 @@ Value get_item(const Value& obj, const Value& key) {
 Value slice(const Value& obj, const Value& start, const Value& stop, const Value& step) {
   if (obj.is_undefined()) fail_undefined(obj);
   if (obj.is_dict()) type_error("unhashable type: 'slice'");
-  if (!obj.is_string() && !subscriptable_list(obj)) type_error("'{}' object is not subscriptable", type_name(obj));
+  if (!obj.is_string() && !subscriptable_list(obj))
+    type_error("'{}' object is not subscriptable", type_name(obj));
   SliceIndexes spec = slice_indexes(obj.is_string() ? static_cast<int64_t>(pystr::length(obj.str()))
                                                     : static_cast<int64_t>(obj.items().size()),
                                     start, stop, step);

@@ -13,7 +13,8 @@
 
 namespace keel::chat::jinja {
 
-// Throws what using an Undefined throws: UndefinedError with its message (SecurityError for an unsafe attribute).
+// Throws what using an Undefined throws: UndefinedError with its message (SecurityError for an unsafe
+// attribute).
 [[noreturn]] void fail_undefined(const Value& undefined);
 
 Value arithmetic(ast::BinaryOp op, const Value& a, const Value& b);  // add sub mul div floordiv mod pow
@@ -27,13 +28,13 @@ bool compare(ast::CompareOp op, const Value& a, const Value& b);
 int order(const Value& a, const Value& b);
 bool contains(const Value& container, const Value& item);  // `item in container`
 
-// Python's iter(): list-likes give their items, dicts their keys, strings their characters, Undefined nothing.
-// A generator can be iterated once; later iterations give nothing. TypeError for anything else.
+// Python's iter(): list-likes give their items, dicts their keys, strings their characters, Undefined
+// nothing. A generator can be iterated once; later iterations give nothing. TypeError for anything else.
 std::vector<Value> iterate(const Value& v);
 // Python's len(); TypeError for values without one.
 int64_t length(const Value& v);
 
-Value get_item(const Value& obj, const Value& key);      // x[key] in the sandbox
+Value get_item(const Value& obj, const Value& key);       // x[key] in the sandbox
 Value get_attr(const Value& obj, std::string_view name);  // x.name in the sandbox
 Value slice(const Value& obj, const Value& start, const Value& stop, const Value& step);
 

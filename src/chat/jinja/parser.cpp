@@ -17,17 +17,27 @@ constexpr int kMaxParseDepth = 250;
 
 std::string describe(const Token& t) {
   switch (t.type) {
-    case Tok::data: return "template data / text";
-    case Tok::variable_begin: return "begin of print statement";
-    case Tok::variable_end: return "end of print statement";
-    case Tok::block_begin: return "begin of statement block";
-    case Tok::block_end: return "end of statement block";
+    case Tok::data:
+      return "template data / text";
+    case Tok::variable_begin:
+      return "begin of print statement";
+    case Tok::variable_end:
+      return "end of print statement";
+    case Tok::block_begin:
+      return "begin of statement block";
+    case Tok::block_end:
+      return "end of statement block";
     case Tok::name:
-    case Tok::op: return t.value;
-    case Tok::string: return "string";
-    case Tok::integer: return "integer";
-    case Tok::floating: return "float";
-    case Tok::eof: return "end of template";
+    case Tok::op:
+      return t.value;
+    case Tok::string:
+      return "string";
+    case Tok::integer:
+      return "integer";
+    case Tok::floating:
+      return "float";
+    case Tok::eof:
+      return "end of template";
   }
   return "?";
 }
@@ -317,12 +327,13 @@ class Parser {
     }
     if (expr.kind == ExprKind::tuple) {
       target.kind = Target::Kind::tuple;
-      for (const auto& item : static_cast<const Sequence&>(expr).items) target.items.push_back(to_target(*item));
+      for (const auto& item : static_cast<const Sequence&>(expr).items)
+        target.items.push_back(to_target(*item));
       return target;
     }
-    static const std::array<const char*, 16> kNames = {"const", "name", "getattr", "getitem", "slice",
-                                                       "call", "filter", "test", "unary", "binop",
-                                                       "concat", "compare", "condexpr", "list", "tuple", "dict"};
+    static const std::array<const char*, 16> kNames = {
+        "const", "name",  "getattr", "getitem", "slice",    "call", "filter", "test",
+        "unary", "binop", "concat",  "compare", "condexpr", "list", "tuple",  "dict"};
     syntax_error(expr.line, "can't assign to '{}'", kNames[static_cast<size_t>(expr.kind)]);
   }
 
@@ -377,14 +388,16 @@ class Parser {
   ExprPtr parse_or() {
     int line = cur().line;
     ExprPtr left = parse_and();
-    while (skip_name("or")) left = std::make_unique<Binary>(BinaryOp::or_, std::move(left), parse_and(), line);
+    while (skip_name("or"))
+      left = std::make_unique<Binary>(BinaryOp::or_, std::move(left), parse_and(), line);
     return left;
   }
 
   ExprPtr parse_and() {
     int line = cur().line;
     ExprPtr left = parse_not();
-    while (skip_name("and")) left = std::make_unique<Binary>(BinaryOp::and_, std::move(left), parse_not(), line);
+    while (skip_name("and"))
+      left = std::make_unique<Binary>(BinaryOp::and_, std::move(left), parse_not(), line);
     return left;
   }
 
@@ -405,12 +418,18 @@ class Parser {
       std::optional<CompareOp> op;
       if (cur().type == Tok::op) {
         const std::string& v = cur().value;
-        if (v == "==") op = CompareOp::eq;
-        else if (v == "!=") op = CompareOp::ne;
-        else if (v == "<") op = CompareOp::lt;
-        else if (v == "<=") op = CompareOp::lteq;
-        else if (v == ">") op = CompareOp::gt;
-        else if (v == ">=") op = CompareOp::gteq;
+        if (v == "==")
+          op = CompareOp::eq;
+        else if (v == "!=")
+          op = CompareOp::ne;
+        else if (v == "<")
+          op = CompareOp::lt;
+        else if (v == "<=")
+          op = CompareOp::lteq;
+        else if (v == ">")
+          op = CompareOp::gt;
+        else if (v == ">=")
+          op = CompareOp::gteq;
         if (op) next();
       } else if (is_name("in")) {
         next();
@@ -454,7 +473,10 @@ class Parser {
     ExprPtr left = parse_pow();
     while (is_op("*") || is_op("/") || is_op("//") || is_op("%")) {
       const std::string& v = next().value;
-      BinaryOp op = v == "*" ? BinaryOp::mul : v == "/" ? BinaryOp::div : v == "//" ? BinaryOp::floordiv : BinaryOp::mod;
+      BinaryOp op = v == "*"    ? BinaryOp::mul
+                    : v == "/"  ? BinaryOp::div
+                    : v == "//" ? BinaryOp::floordiv
+                                : BinaryOp::mod;
       left = std::make_unique<Binary>(op, std::move(left), parse_pow(), line);
       line = cur().line;
     }
@@ -512,7 +534,8 @@ class Parser {
       return std::make_unique<Constant>(Value::string(std::move(text)), line);
     }
     if (tok.type == Tok::integer) return std::make_unique<Constant>(Value::integer(next().int_value), line);
-    if (tok.type == Tok::floating) return std::make_unique<Constant>(Value::floating(next().float_value), line);
+    if (tok.type == Tok::floating)
+      return std::make_unique<Constant>(Value::floating(next().float_value), line);
     if (is_op("(")) {
       next();
       ExprPtr node = parse_tuple(false, true, {}, true);
@@ -580,8 +603,8 @@ class Parser {
       const Token& attr = next();
       if (attr.type == Tok::name) return std::make_unique<GetAttr>(std::move(node), attr.value, line);
       if (attr.type != Tok::integer) syntax_error(attr.line, "expected name or number");
-      return std::make_unique<GetItem>(std::move(node), std::make_unique<Constant>(Value::integer(attr.int_value), line),
-                                       line);
+      return std::make_unique<GetItem>(
+          std::move(node), std::make_unique<Constant>(Value::integer(attr.int_value), line), line);
     }
     std::vector<ExprPtr> args;
     while (!is_op("]")) {
@@ -593,8 +616,8 @@ class Parser {
       auto item = std::make_unique<GetItem>(std::move(node), std::move(args[0]), line);
       if (item->key->kind == ExprKind::slice) {
         const auto& s = static_cast<const Slice&>(*item->key);
-        item->constant_slice = is_literal(item->obj.get()) && is_literal(s.start.get()) && is_literal(s.stop.get()) &&
-                               is_literal(s.step.get());
+        item->constant_slice = is_literal(item->obj.get()) && is_literal(s.start.get()) &&
+                               is_literal(s.stop.get()) && is_literal(s.step.get());
       }
       return item;
     }
@@ -711,22 +734,26 @@ class Parser {
 bool is_literal(const Expr* e) {
   if (!e) return true;
   switch (e->kind) {
-    case ExprKind::constant: return true;
+    case ExprKind::constant:
+      return true;
     case ExprKind::list:
     case ExprKind::tuple:
       for (const auto& item : static_cast<const Sequence&>(*e).items) {
         if (!is_literal(item.get())) return false;
       }
       return true;
-    case ExprKind::unary: return is_literal(static_cast<const Unary&>(*e).operand.get());
+    case ExprKind::unary:
+      return is_literal(static_cast<const Unary&>(*e).operand.get());
     case ExprKind::binary:
-      return is_literal(static_cast<const Binary&>(*e).left.get()) && is_literal(static_cast<const Binary&>(*e).right.get());
+      return is_literal(static_cast<const Binary&>(*e).left.get()) &&
+             is_literal(static_cast<const Binary&>(*e).right.get());
     case ExprKind::concat:
       for (const auto& p : static_cast<const Concat&>(*e).parts) {
         if (!is_literal(p.get())) return false;
       }
       return true;
-    default: return false;
+    default:
+      return false;
   }
 }
 

@@ -1,6 +1,6 @@
-// Tokens -> AST, following jinja2's parser (jinja2/parser.py) rule for rule, so precedence and the odd corners
-// agree: `-2**2` is 4, `~` binds tighter than `+`, filters bind tighter than unary minus's operand, a test's bare
-// argument (`x is divisibleby 3`), trailing commas, tuples without parentheses.
+// Tokens -> AST, following jinja2's parser (jinja2/parser.py) rule for rule, so precedence and the odd
+// corners agree: `-2**2` is 4, `~` binds tighter than `+`, filters bind tighter than unary minus's operand, a
+// test's bare argument (`x is divisibleby 3`), trailing commas, tuples without parentheses.
 #pragma once
 #include <string_view>
 
@@ -9,8 +9,8 @@
 
 namespace keel::chat::jinja {
 
-// Throws TemplateError (TemplateSyntaxError, or TemplateAssertionError for an unknown filter or test outside an
-// `if`) with the line.
+// Throws TemplateError (TemplateSyntaxError, or TemplateAssertionError for an unknown filter or test outside
+// an `if`) with the line.
 ast::Template parse(std::string_view source, const LexerOptions& options);
 
 // jinja2's compile-time errors and each macro's special names (checks.cpp).

@@ -45,7 +45,8 @@ int64_t cp_index(std::string_view s, size_t byte_pos) {
 }
 
 // Python's slice-index adjustment for find/count/startswith: negative counts from the end, then clamp.
-std::pair<int64_t, int64_t> adjust_range(int64_t len, std::optional<int64_t> start, std::optional<int64_t> end) {
+std::pair<int64_t, int64_t> adjust_range(int64_t len, std::optional<int64_t> start,
+                                         std::optional<int64_t> end) {
   int64_t b = start.value_or(0), e = end.value_or(len);
   if (b < 0) b = std::max<int64_t>(0, b + len);
   if (e < 0) e = std::max<int64_t>(0, e + len);
@@ -56,39 +57,74 @@ std::pair<int64_t, int64_t> adjust_range(int64_t len, std::optional<int64_t> sta
 uint32_t map_case(uint32_t cp, int mode) {  // 0 lower, 1 upper, 2 title
   if (cp > 0x10FFFF) return cp;
   auto c = static_cast<utf8proc_int32_t>(cp);
-  return static_cast<uint32_t>(mode == 0 ? utf8proc_tolower(c) : mode == 1 ? utf8proc_toupper(c) : utf8proc_totitle(c));
+  return static_cast<uint32_t>(mode == 0   ? utf8proc_tolower(c)
+                               : mode == 1 ? utf8proc_toupper(c)
+                                           : utf8proc_totitle(c));
 }
 
-// Full (one-to-many) uppercase mappings of CPython that utf8proc's simple mapping lacks, for the common cases.
+// Full (one-to-many) uppercase mappings of CPython that utf8proc's simple mapping lacks, for the common
+// cases.
 bool append_special_upper(std::string& out, uint32_t cp) {
   switch (cp) {
-    case 0xDF: out += "SS"; return true;                        // ß
-    case 0xFB00: out += "FF"; return true;                      // ﬀ
-    case 0xFB01: out += "FI"; return true;                      // ﬁ
-    case 0xFB02: out += "FL"; return true;                      // ﬂ
-    case 0xFB03: out += "FFI"; return true;                     // ﬃ
-    case 0xFB04: out += "FFL"; return true;                     // ﬄ
-    case 0xFB05: case 0xFB06: out += "ST"; return true;         // ﬅ ﬆ
-    default: return false;
+    case 0xDF:
+      out += "SS";
+      return true;  // ß
+    case 0xFB00:
+      out += "FF";
+      return true;  // ﬀ
+    case 0xFB01:
+      out += "FI";
+      return true;  // ﬁ
+    case 0xFB02:
+      out += "FL";
+      return true;  // ﬂ
+    case 0xFB03:
+      out += "FFI";
+      return true;  // ﬃ
+    case 0xFB04:
+      out += "FFL";
+      return true;  // ﬄ
+    case 0xFB05:
+    case 0xFB06:
+      out += "ST";
+      return true;  // ﬅ ﬆ
+    default:
+      return false;
   }
 }
 
 // Title-case forms (str.title, str.capitalize) that are more than one code point.
 bool append_special_title(std::string& out, uint32_t cp) {
   switch (cp) {
-    case 0xDF: out += "Ss"; return true;
-    case 0xFB00: out += "Ff"; return true;
-    case 0xFB01: out += "Fi"; return true;
-    case 0xFB02: out += "Fl"; return true;
-    case 0xFB03: out += "Ffi"; return true;
-    case 0xFB04: out += "Ffl"; return true;
-    case 0xFB05: case 0xFB06: out += "St"; return true;
-    default: return false;
+    case 0xDF:
+      out += "Ss";
+      return true;
+    case 0xFB00:
+      out += "Ff";
+      return true;
+    case 0xFB01:
+      out += "Fi";
+      return true;
+    case 0xFB02:
+      out += "Fl";
+      return true;
+    case 0xFB03:
+      out += "Ffi";
+      return true;
+    case 0xFB04:
+      out += "Ffl";
+      return true;
+    case 0xFB05:
+    case 0xFB06:
+      out += "St";
+      return true;
+    default:
+      return false;
   }
 }
 
-// CPython's lower() special cases: İ becomes i + combining dot; a capital sigma that ends a word (a cased letter
-// before it, none after) becomes the final form ς.
+// CPython's lower() special cases: İ becomes i + combining dot; a capital sigma that ends a word (a cased
+// letter before it, none after) becomes the final form ς.
 bool append_special_lower(std::string& out, const std::vector<uint32_t>& cps, size_t i) {
   uint32_t cp = cps[i];
   if (cp == 0x130) {
@@ -181,7 +217,14 @@ bool is_ascii(std::string_view s) {
 bool is_space(uint32_t cp) {
   if (cp < 0x80) return cp == ' ' || (cp >= 0x09 && cp <= 0x0D) || (cp >= 0x1C && cp <= 0x1F);
   switch (cp) {
-    case 0x85: case 0xA0: case 0x1680: case 0x2028: case 0x2029: case 0x202F: case 0x205F: case 0x3000:
+    case 0x85:
+    case 0xA0:
+    case 0x1680:
+    case 0x2028:
+    case 0x2029:
+    case 0x202F:
+    case 0x205F:
+    case 0x3000:
       return true;
     default:
       return cp >= 0x2000 && cp <= 0x200A;
@@ -192,8 +235,14 @@ bool is_printable(uint32_t cp) {
   if (cp < 0x80) return cp >= 0x20 && cp < 0x7F;
   if (cp > 0x10FFFF) return false;
   switch (utf8proc_category(static_cast<utf8proc_int32_t>(cp))) {
-    case UTF8PROC_CATEGORY_CC: case UTF8PROC_CATEGORY_CF: case UTF8PROC_CATEGORY_CS: case UTF8PROC_CATEGORY_CO:
-    case UTF8PROC_CATEGORY_CN: case UTF8PROC_CATEGORY_ZL: case UTF8PROC_CATEGORY_ZP: case UTF8PROC_CATEGORY_ZS:
+    case UTF8PROC_CATEGORY_CC:
+    case UTF8PROC_CATEGORY_CF:
+    case UTF8PROC_CATEGORY_CS:
+    case UTF8PROC_CATEGORY_CO:
+    case UTF8PROC_CATEGORY_CN:
+    case UTF8PROC_CATEGORY_ZL:
+    case UTF8PROC_CATEGORY_ZP:
+    case UTF8PROC_CATEGORY_ZS:
       return false;
     default:
       return true;
@@ -390,8 +439,8 @@ size_t replaced_size(std::string_view s, std::string_view old, std::string_view 
   return s.size() - hits * old.size() + hits * repl.size();
 }
 
-int64_t find(std::string_view s, std::string_view sub, std::optional<int64_t> start, std::optional<int64_t> end,
-             bool reverse) {
+int64_t find(std::string_view s, std::string_view sub, std::optional<int64_t> start,
+             std::optional<int64_t> end, bool reverse) {
   int64_t len = static_cast<int64_t>(length(s));
   auto [b, e] = adjust_range(len, start, end);
   if (b > len || e - b < 0) return -1;
@@ -402,7 +451,8 @@ int64_t find(std::string_view s, std::string_view sub, std::optional<int64_t> st
   return b + cp_index(window, hit);
 }
 
-int64_t count(std::string_view s, std::string_view sub, std::optional<int64_t> start, std::optional<int64_t> end) {
+int64_t count(std::string_view s, std::string_view sub, std::optional<int64_t> start,
+              std::optional<int64_t> end) {
   int64_t len = static_cast<int64_t>(length(s));
   auto [b, e] = adjust_range(len, start, end);
   if (b > len || e - b < 0) return 0;
@@ -410,7 +460,8 @@ int64_t count(std::string_view s, std::string_view sub, std::optional<int64_t> s
   size_t bb = byte_offset(s, b), eb = byte_offset(s, e);
   std::string_view window = s.substr(bb, eb - bb);
   int64_t n = 0;
-  for (size_t pos = window.find(sub); pos != std::string_view::npos; pos = window.find(sub, pos + sub.size())) ++n;
+  for (size_t pos = window.find(sub); pos != std::string_view::npos; pos = window.find(sub, pos + sub.size()))
+    ++n;
   return n;
 }
 
@@ -423,11 +474,16 @@ bool starts_with(std::string_view s, std::string_view prefix, std::optional<int6
   size_t bb = byte_offset(s, b), eb = byte_offset(s, e);
   std::string_view window = s.substr(bb, eb - bb);
   if (prefix.size() > window.size()) return false;
-  return at_end ? window.substr(window.size() - prefix.size()) == prefix : window.substr(0, prefix.size()) == prefix;
+  return at_end ? window.substr(window.size() - prefix.size()) == prefix
+                : window.substr(0, prefix.size()) == prefix;
 }
 
-std::string upper(std::string_view s) { return map_each(s, 1); }
-std::string lower(std::string_view s) { return map_each(s, 0); }
+std::string upper(std::string_view s) {
+  return map_each(s, 1);
+}
+std::string lower(std::string_view s) {
+  return map_each(s, 0);
+}
 
 std::string title(std::string_view s) {
   std::string out;
@@ -600,7 +656,9 @@ std::optional<std::string> strip_underscores(std::string_view s, bool hex) {
       out += s[i];
       continue;
     }
-    auto digit = [&](char c) { return hex ? std::isxdigit(static_cast<unsigned char>(c)) : std::isdigit(static_cast<unsigned char>(c)); };
+    auto digit = [&](char c) {
+      return hex ? std::isxdigit(static_cast<unsigned char>(c)) : std::isdigit(static_cast<unsigned char>(c));
+    };
     if (i == 0 || i + 1 >= s.size() || !digit(s[i - 1]) || !digit(s[i + 1])) return std::nullopt;
   }
   return out;
@@ -622,17 +680,23 @@ std::optional<int64_t> parse_int(std::string_view text, int base) {
   bool prefixed = false;
   bool base_zero = base == 0;
   if (base == 0) {
-    if (has_prefix('x')) base = 16, prefixed = true;
-    else if (has_prefix('o')) base = 8, prefixed = true;
-    else if (has_prefix('b')) base = 2, prefixed = true;
-    else base = 10;
-  } else if ((base == 16 && has_prefix('x')) || (base == 8 && has_prefix('o')) || (base == 2 && has_prefix('b'))) {
+    if (has_prefix('x'))
+      base = 16, prefixed = true;
+    else if (has_prefix('o'))
+      base = 8, prefixed = true;
+    else if (has_prefix('b'))
+      base = 2, prefixed = true;
+    else
+      base = 10;
+  } else if ((base == 16 && has_prefix('x')) || (base == 8 && has_prefix('o')) ||
+             (base == 2 && has_prefix('b'))) {
     prefixed = true;
   }
   if (prefixed) {
     s.remove_prefix(2);
     if (!s.empty() && s[0] == '_') s.remove_prefix(1);  // "0x_1f" is allowed
-  } else if (base_zero && s.size() > 1 && s[0] == '0' && s.find_first_not_of("0_") != std::string_view::npos) {
+  } else if (base_zero && s.size() > 1 && s[0] == '0' &&
+             s.find_first_not_of("0_") != std::string_view::npos) {
     return std::nullopt;  // int("010", 0) is an error; int("010") is 10
   }
   if (base < 2 || base > 36 || s.empty()) return std::nullopt;
@@ -640,7 +704,7 @@ std::optional<int64_t> parse_int(std::string_view text, int base) {
   if (!digits || digits->empty()) return std::nullopt;
   uint64_t value = 0;
   for (char c : *digits) {
-    int d = std::isdigit(static_cast<unsigned char>(c)) ? c - '0'
+    int d = std::isdigit(static_cast<unsigned char>(c))   ? c - '0'
             : std::isalpha(static_cast<unsigned char>(c)) ? std::tolower(c) - 'a' + 10
                                                           : 99;
     if (d >= base) return std::nullopt;

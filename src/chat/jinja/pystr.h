@@ -34,9 +34,10 @@ std::string replace(std::string_view s, std::string_view old, std::string_view r
 // The size in bytes replace() would return, without building it.
 size_t replaced_size(std::string_view s, std::string_view old, std::string_view repl, int64_t count);
 // str.find / str.rfind / str.count over code points, with Python's start/end clamping.
-int64_t find(std::string_view s, std::string_view sub, std::optional<int64_t> start, std::optional<int64_t> end,
-             bool reverse);
-int64_t count(std::string_view s, std::string_view sub, std::optional<int64_t> start, std::optional<int64_t> end);
+int64_t find(std::string_view s, std::string_view sub, std::optional<int64_t> start,
+             std::optional<int64_t> end, bool reverse);
+int64_t count(std::string_view s, std::string_view sub, std::optional<int64_t> start,
+              std::optional<int64_t> end);
 bool starts_with(std::string_view s, std::string_view prefix, std::optional<int64_t> start,
                  std::optional<int64_t> end, bool at_end);
 
@@ -52,7 +53,8 @@ std::string ljust(std::string_view s, int64_t width, uint32_t fill, bool right);
 
 // repr() of a str: quotes chosen and characters escaped as CPython does.
 std::string repr(std::string_view s);
-// repr() / str() of a float: the shortest text that round-trips, laid out as CPython does ("1e+16", "0.0001").
+// repr() / str() of a float: the shortest text that round-trips, laid out as CPython does ("1e+16",
+// "0.0001").
 std::string float_repr(double d);
 // int(s, base) and float(s): nullopt where Python raises ValueError (or the int does not fit in 64 bits).
 std::optional<int64_t> parse_int(std::string_view s, int base);

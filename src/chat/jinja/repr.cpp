@@ -26,7 +26,9 @@ void append_items(std::string& out, const std::vector<Value>& items) {
 
 void append_repr(std::string& out, const Value& v) {
   switch (v.kind()) {
-    case Kind::undefined: out += "Undefined"; return;
+    case Kind::undefined:
+      out += "Undefined";
+      return;
     case Kind::string:
       out += v.is_markup() ? "Markup(" + pystr::repr(v.str()) + ")" : pystr::repr(v.str());
       return;
@@ -45,8 +47,9 @@ void append_repr(std::string& out, const Value& v) {
           return;
         case ListFlavor::range: {
           const auto& d = v.list_data();
-          out += d.range_step == 1 ? fmt::format("range({}, {})", d.range_start, d.range_stop)
-                                   : fmt::format("range({}, {}, {})", d.range_start, d.range_stop, d.range_step);
+          out += d.range_step == 1
+                     ? fmt::format("range({}, {})", d.range_start, d.range_stop)
+                     : fmt::format("range({}, {}, {})", d.range_start, d.range_stop, d.range_step);
           return;
         }
         case ListFlavor::dict_keys:
@@ -76,7 +79,9 @@ void append_repr(std::string& out, const Value& v) {
       out += '}';
       return;
     }
-    default: out += to_str(v); return;
+    default:
+      out += to_str(v);
+      return;
   }
 }
 
@@ -84,18 +89,26 @@ void append_repr(std::string& out, const Value& v) {
 
 std::string to_str(const Value& v) {
   switch (v.kind()) {
-    case Kind::undefined: return "";
-    case Kind::none: return "None";
-    case Kind::boolean: return v.as_bool() ? "True" : "False";
-    case Kind::integer: return std::to_string(v.as_int());
-    case Kind::floating: return pystr::float_repr(v.as_float());
-    case Kind::string: return v.str();
+    case Kind::undefined:
+      return "";
+    case Kind::none:
+      return "None";
+    case Kind::boolean:
+      return v.as_bool() ? "True" : "False";
+    case Kind::integer:
+      return std::to_string(v.as_int());
+    case Kind::floating:
+      return pystr::float_repr(v.as_float());
+    case Kind::string:
+      return v.str();
     case Kind::callable:
       if (v.callable_data().is_macro && v.callable_data().name.empty()) return "<Macro anonymous>";
       return v.callable_data().is_macro ? "<Macro " + pystr::repr(v.callable_data().name) + ">"
                                         : "<built-in function " + v.callable_data().name + ">";
-    case Kind::object: return v.object_ptr()->repr();
-    default: return repr(v);
+    case Kind::object:
+      return v.object_ptr()->repr();
+    default:
+      return repr(v);
   }
 }
 

@@ -1,10 +1,10 @@
 // jinja2's compile-time name tracking (jinja2/idtracking.py), reduced to what is observable: which names each
 // frame binds to Undefined when it starts. jinja2 compiles every frame (the template, a loop body, a macro, a
-// {% set %}/{% filter %}/{% with %} body) to Python locals; a name the frame assigns is a local for the whole frame,
-// and if the frame's first mention of it is the assignment and no enclosing frame mentions it, the local starts as
-// `missing`. So in `{% for m in msgs %}{{ t }}{% endfor %}{% set t = 1 %}` the loop prints "" even when the context
-// has a `t`. Everything else (loading from the context or an enclosing frame) is what walking the frame chain at
-// run time gives, so only these names are recorded.
+// {% set %}/{% filter %}/{% with %} body) to Python locals; a name the frame assigns is a local for the whole
+// frame, and if the frame's first mention of it is the assignment and no enclosing frame mentions it, the
+// local starts as `missing`. So in `{% for m in msgs %}{{ t }}{% endfor %}{% set t = 1 %}` the loop prints ""
+// even when the context has a `t`. Everything else (loading from the context or an enclosing frame) is what
+// walking the frame chain at run time gives, so only these names are recorded.
 #include <map>
 #include <set>
 #include <string>
@@ -102,22 +102,36 @@ class ScopeAnalyzer {
   }
   void expr(const Expr& e) {
     switch (e.kind) {
-      case ExprKind::name: cur_->load(static_cast<const Name&>(e).name); break;
-      case ExprKind::getattr: expr(static_cast<const GetAttr&>(e).obj); break;
-      case ExprKind::getitem: expr(static_cast<const GetItem&>(e).obj), expr(static_cast<const GetItem&>(e).key); break;
+      case ExprKind::name:
+        cur_->load(static_cast<const Name&>(e).name);
+        break;
+      case ExprKind::getattr:
+        expr(static_cast<const GetAttr&>(e).obj);
+        break;
+      case ExprKind::getitem:
+        expr(static_cast<const GetItem&>(e).obj), expr(static_cast<const GetItem&>(e).key);
+        break;
       case ExprKind::slice: {
         const auto& s = static_cast<const Slice&>(e);
         expr(s.start), expr(s.stop), expr(s.step);
         break;
       }
-      case ExprKind::call: expr(static_cast<const Call&>(e).callee), args(static_cast<const Call&>(e).args); break;
+      case ExprKind::call:
+        expr(static_cast<const Call&>(e).callee), args(static_cast<const Call&>(e).args);
+        break;
       case ExprKind::filter:
       case ExprKind::test:
         expr(static_cast<const FilterOrTest&>(e).node), args(static_cast<const FilterOrTest&>(e).args);
         break;
-      case ExprKind::unary: expr(static_cast<const Unary&>(e).operand); break;
-      case ExprKind::binary: expr(static_cast<const Binary&>(e).left), expr(static_cast<const Binary&>(e).right); break;
-      case ExprKind::concat: for (const auto& p : static_cast<const Concat&>(e).parts) expr(p); break;
+      case ExprKind::unary:
+        expr(static_cast<const Unary&>(e).operand);
+        break;
+      case ExprKind::binary:
+        expr(static_cast<const Binary&>(e).left), expr(static_cast<const Binary&>(e).right);
+        break;
+      case ExprKind::concat:
+        for (const auto& p : static_cast<const Concat&>(e).parts) expr(p);
+        break;
       case ExprKind::compare: {
         const auto& c = static_cast<const Compare&>(e);
         expr(c.first);
@@ -130,18 +144,25 @@ class ScopeAnalyzer {
         break;
       }
       case ExprKind::list:
-      case ExprKind::tuple: for (const auto& p : static_cast<const Sequence&>(e).items) expr(p); break;
+      case ExprKind::tuple:
+        for (const auto& p : static_cast<const Sequence&>(e).items) expr(p);
+        break;
       case ExprKind::dict:
         for (const auto& [k, v] : static_cast<const DictLiteral&>(e).items) expr(k), expr(v);
         break;
-      default: break;
+      default:
+        break;
     }
   }
 
   void store_target(const Target& t) {
     switch (t.kind) {
-      case Target::Kind::name: cur_->store(t.name); break;
-      case Target::Kind::ns_attr: cur_->load(t.name); break;
+      case Target::Kind::name:
+        cur_->store(t.name);
+        break;
+      case Target::Kind::ns_attr:
+        cur_->load(t.name);
+        break;
       case Target::Kind::tuple:
         for (const auto& item : t.items) store_target(item);
         break;
@@ -169,7 +190,8 @@ class ScopeAnalyzer {
     return copy;
   }
 
-  // jinja2 nests elifs: If(test, body, elif_=[If(test2, body2), ...], else_); each elif visited in the elif copy.
+  // jinja2 nests elifs: If(test, body, elif_=[If(test2, body2), ...], else_); each elif visited in the elif
+  // copy.
   void visit_if(If& node) {
     expr(node.branches[0].first);
     Symbols body = branch(node.branches[0].second);
@@ -194,22 +216,35 @@ class ScopeAnalyzer {
       case StmtKind::output:
         for (const auto& e : static_cast<Output&>(s).items) expr(e);
         break;
-      case StmtKind::if_: visit_if(static_cast<If&>(s)); return;
+      case StmtKind::if_:
+        visit_if(static_cast<If&>(s));
+        return;
       case StmtKind::set: {
         auto& n = static_cast<Set&>(s);
         expr(n.value);
         store_target(n.target);
         break;
       }
-      case StmtKind::set_block: store_target(static_cast<SetBlock&>(s).target); break;
-      case StmtKind::for_: expr(static_cast<For&>(s).iter); break;
-      case StmtKind::macro: cur_->store(static_cast<Macro&>(s).name); break;
-      case StmtKind::call_block: expr(static_cast<CallBlock&>(s).call); break;
-      case StmtKind::filter_block: expr(static_cast<FilterBlock&>(s).filter); break;
+      case StmtKind::set_block:
+        store_target(static_cast<SetBlock&>(s).target);
+        break;
+      case StmtKind::for_:
+        expr(static_cast<For&>(s).iter);
+        break;
+      case StmtKind::macro:
+        cur_->store(static_cast<Macro&>(s).name);
+        break;
+      case StmtKind::call_block:
+        expr(static_cast<CallBlock&>(s).call);
+        break;
+      case StmtKind::filter_block:
+        expr(static_cast<FilterBlock&>(s).filter);
+        break;
       case StmtKind::with:
         for (auto& a : static_cast<With&>(s).assignments) expr(a.second);
         break;
-      default: break;
+      default:
+        break;
     }
   }
 
@@ -246,8 +281,12 @@ class ScopeAnalyzer {
         n.else_undefined = frame(cur_, n.else_body, [&] { visit_body(n.else_body); });
         break;
       }
-      case StmtKind::macro: macro_frame(static_cast<Macro&>(s)); break;
-      case StmtKind::call_block: macro_frame(*static_cast<CallBlock&>(s).caller); break;
+      case StmtKind::macro:
+        macro_frame(static_cast<Macro&>(s));
+        break;
+      case StmtKind::call_block:
+        macro_frame(*static_cast<CallBlock&>(s).caller);
+        break;
       case StmtKind::set_block: {
         auto& n = static_cast<SetBlock&>(s);
         n.undefined = frame(cur_, n.body, [&] { visit_body(n.body); });
@@ -271,7 +310,8 @@ class ScopeAnalyzer {
         n.undefined = frame(cur_, n.body, [&] { visit_body(n.body); });
         break;
       }
-      default: break;
+      default:
+        break;
     }
   }
 
@@ -280,6 +320,8 @@ class ScopeAnalyzer {
 
 }  // namespace
 
-void analyze_scopes(ast::Template& tmpl) { ScopeAnalyzer().analyze(tmpl); }
+void analyze_scopes(ast::Template& tmpl) {
+  ScopeAnalyzer().analyze(tmpl);
+}
 
 }  // namespace keel::chat::jinja

@@ -12,7 +12,8 @@ Template::Template(std::string_view source, const LexerOptions& options)
     : ast_(std::make_shared<const ast::Template>(parse(source, options))) {}
 
 std::string Template::render(const Json& context, const RenderOptions& options) const {
-  if (!context.is_object()) throw_error(ErrorCode::invalid_argument, "a template's context must be a JSON object");
+  if (!context.is_object())
+    throw_error(ErrorCode::invalid_argument, "a template's context must be a JSON object");
   RenderBudget budget(options.limits);
   BudgetScope scope(&budget);
   auto globals = std::make_shared<Frame>();

@@ -1,8 +1,8 @@
 // The Jinja engine's entry point: a template parsed once (jinja2's lexer and parser rules, with transformers'
-// settings trim_blocks and lstrip_blocks), rendered any number of times, from any thread, with a JSON context.
-// Rendering follows jinja2's ImmutableSandboxedEnvironment as transformers sets it up (tojson, raise_exception,
-// strftime_now, loopcontrols) and is bounded by RenderOptions::limits: a template cannot hang or exhaust the server,
-// and reaches nothing outside its context (no files, no environment, no imports).
+// settings trim_blocks and lstrip_blocks), rendered any number of times, from any thread, with a JSON
+// context. Rendering follows jinja2's ImmutableSandboxedEnvironment as transformers sets it up (tojson,
+// raise_exception, strftime_now, loopcontrols) and is bounded by RenderOptions::limits: a template cannot
+// hang or exhaust the server, and reaches nothing outside its context (no files, no environment, no imports).
 #pragma once
 #include <memory>
 #include <string>
@@ -24,7 +24,8 @@ class Template {
   explicit Template(std::string_view source, const LexerOptions& options = {});
 
   // `context` must be a JSON object; its keys become the template's variables. Throws TemplateRaisedError for
-  // raise_exception() (what() is the template's message) and TemplateError for anything else jinja2 would raise.
+  // raise_exception() (what() is the template's message) and TemplateError for anything else jinja2 would
+  // raise.
   std::string render(const Json& context, const RenderOptions& options = {}) const;
 
  private:

@@ -67,11 +67,15 @@ bool set_equal(const std::vector<Value>& a, const std::vector<Value>& b) {
 
 size_t hash_value(const Value& v) {
   switch (v.kind()) {
-    case Kind::undefined: return 0x5bd1e995;
-    case Kind::none: return 0x27d4eb2f;
-    case Kind::string: return std::hash<std::string>()(v.str());
+    case Kind::undefined:
+      return 0x5bd1e995;
+    case Kind::none:
+      return 0x27d4eb2f;
+    case Kind::string:
+      return std::hash<std::string>()(v.str());
     case Kind::boolean:
-    case Kind::integer: return std::hash<int64_t>()(v.int_value());
+    case Kind::integer:
+      return std::hash<int64_t>()(v.int_value());
     case Kind::floating: {
       double d = v.as_float();
       // Integral floats hash as the int they equal (1.0 == 1).
@@ -88,8 +92,10 @@ size_t hash_value(const Value& v) {
         return h;
       }
       return std::hash<const void*>()(v.identity());
-    case Kind::dict: break;
-    default: return std::hash<const void*>()(v.identity());
+    case Kind::dict:
+      break;
+    default:
+      return std::hash<const void*>()(v.identity());
   }
   type_error("unhashable type: '{}'", type_name(v));
 }
@@ -129,7 +135,9 @@ void Dict::set(Value key, Value value) {
   if (auto* budget = current_budget()) budget->charge_steps(1);
 }
 
-Value Object::call(Interpreter&, CallArgs&) { type_error("'{}' object is not callable", type_name()); }
+Value Object::call(Interpreter&, CallArgs&) {
+  type_error("'{}' object is not callable", type_name());
+}
 
 Value Value::undefined(std::string message, bool security) {
   Value v;
@@ -172,7 +180,9 @@ Value Value::range(int64_t start, int64_t stop, int64_t step) {
   return Value(Rep(std::shared_ptr<const ListData>(std::move(data))));
 }
 
-Value Value::dict(Dict d) { return Value(Rep(std::make_shared<const Dict>(std::move(d)))); }
+Value Value::dict(Dict d) {
+  return Value(Rep(std::make_shared<const Dict>(std::move(d))));
+}
 
 Value Value::callable(std::string name, std::function<Value(Interpreter&, CallArgs&)> fn, bool is_macro) {
   return Value(Rep(std::make_shared<const Callable>(Callable{std::move(name), is_macro, std::move(fn)})));
@@ -180,12 +190,18 @@ Value Value::callable(std::string name, std::function<Value(Interpreter&, CallAr
 
 const void* Value::identity() const {
   switch (kind()) {
-    case Kind::string: return std::get<StrPtr>(v_).get();
-    case Kind::list: return std::get<std::shared_ptr<const ListData>>(v_).get();
-    case Kind::dict: return std::get<std::shared_ptr<const Dict>>(v_).get();
-    case Kind::callable: return std::get<std::shared_ptr<const Callable>>(v_).get();
-    case Kind::object: return std::get<std::shared_ptr<Object>>(v_).get();
-    default: return nullptr;
+    case Kind::string:
+      return std::get<StrPtr>(v_).get();
+    case Kind::list:
+      return std::get<std::shared_ptr<const ListData>>(v_).get();
+    case Kind::dict:
+      return std::get<std::shared_ptr<const Dict>>(v_).get();
+    case Kind::callable:
+      return std::get<std::shared_ptr<const Callable>>(v_).get();
+    case Kind::object:
+      return std::get<std::shared_ptr<Object>>(v_).get();
+    default:
+      return nullptr;
   }
 }
 
@@ -198,41 +214,65 @@ int Value::depth() const {
 bool truthy(const Value& v) {
   switch (v.kind()) {
     case Kind::undefined:
-    case Kind::none: return false;
-    case Kind::boolean: return v.as_bool();
-    case Kind::integer: return v.as_int() != 0;
-    case Kind::floating: return v.as_float() != 0.0;
-    case Kind::string: return !v.str().empty();
-    case Kind::list: return v.flavor() == ListFlavor::generator || !v.items().empty();
-    case Kind::dict: return v.dict_data().size() != 0;
+    case Kind::none:
+      return false;
+    case Kind::boolean:
+      return v.as_bool();
+    case Kind::integer:
+      return v.as_int() != 0;
+    case Kind::floating:
+      return v.as_float() != 0.0;
+    case Kind::string:
+      return !v.str().empty();
+    case Kind::list:
+      return v.flavor() == ListFlavor::generator || !v.items().empty();
+    case Kind::dict:
+      return v.dict_data().size() != 0;
     case Kind::callable:
-    case Kind::object: return true;
+    case Kind::object:
+      return true;
   }
   return false;
 }
 
 std::string type_name(const Value& v) {
   switch (v.kind()) {
-    case Kind::undefined: return "Undefined";
-    case Kind::none: return "NoneType";
-    case Kind::boolean: return "bool";
-    case Kind::integer: return "int";
-    case Kind::floating: return "float";
-    case Kind::string: return v.is_markup() ? "Markup" : "str";
+    case Kind::undefined:
+      return "Undefined";
+    case Kind::none:
+      return "NoneType";
+    case Kind::boolean:
+      return "bool";
+    case Kind::integer:
+      return "int";
+    case Kind::floating:
+      return "float";
+    case Kind::string:
+      return v.is_markup() ? "Markup" : "str";
     case Kind::list:
       switch (v.flavor()) {
-        case ListFlavor::list: return "list";
-        case ListFlavor::tuple: return "tuple";
-        case ListFlavor::range: return "range";
-        case ListFlavor::dict_keys: return "dict_keys";
-        case ListFlavor::dict_values: return "dict_values";
-        case ListFlavor::dict_items: return "dict_items";
-        case ListFlavor::generator: return "generator";
+        case ListFlavor::list:
+          return "list";
+        case ListFlavor::tuple:
+          return "tuple";
+        case ListFlavor::range:
+          return "range";
+        case ListFlavor::dict_keys:
+          return "dict_keys";
+        case ListFlavor::dict_values:
+          return "dict_values";
+        case ListFlavor::dict_items:
+          return "dict_items";
+        case ListFlavor::generator:
+          return "generator";
       }
       return "list";
-    case Kind::dict: return "dict";
-    case Kind::callable: return v.callable_data().is_macro ? "Macro" : "builtin_function_or_method";
-    case Kind::object: return v.object_ptr()->type_name();
+    case Kind::dict:
+      return "dict";
+    case Kind::callable:
+      return v.callable_data().is_macro ? "Macro" : "builtin_function_or_method";
+    case Kind::object:
+      return v.object_ptr()->type_name();
   }
   return "object";
 }
@@ -243,14 +283,16 @@ std::string object_type_repr(const Value& v) {
   if (v.is_callable() && v.callable_data().is_macro) return "jinja2.runtime.Macro object";
   if (v.is_object()) {
     std::string name = v.object_ptr()->type_name();
-    return (name == "Namespace" || name == "Cycler" || name == "Joiner" ? "jinja2.utils." : "jinja2.runtime.") +
+    return (name == "Namespace" || name == "Cycler" || name == "Joiner" ? "jinja2.utils."
+                                                                        : "jinja2.runtime.") +
            name + " object";
   }
   return type_name(v) + " object";
 }
 
 Value undefined_attribute(const Value& obj, std::string_view name) {
-  return Value::undefined(fmt::format("{} has no attribute {}", pystr::repr(object_type_repr(obj)), pystr::repr(name)));
+  return Value::undefined(
+      fmt::format("{} has no attribute {}", pystr::repr(object_type_repr(obj)), pystr::repr(name)));
 }
 
 Value undefined_element(const Value& obj, const Value& key) {
@@ -267,8 +309,10 @@ bool equals(const Value& a, const Value& b) {
   if (a.kind() != b.kind()) return false;
   switch (a.kind()) {
     case Kind::undefined:
-    case Kind::none: return true;
-    case Kind::string: return a.str() == b.str();
+    case Kind::none:
+      return true;
+    case Kind::string:
+      return a.str() == b.str();
     case Kind::list: {
       if (auto* budget = current_budget()) budget->charge_steps(static_cast<int64_t>(a.items().size()));
       ListFlavor fa = a.flavor(), fb = b.flavor();
@@ -294,7 +338,8 @@ bool equals(const Value& a, const Value& b) {
       }
       return true;
     }
-    default: return a.identity() == b.identity();
+    default:
+      return a.identity() == b.identity();
   }
 }
 

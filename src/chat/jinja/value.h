@@ -1,8 +1,9 @@
-// The Jinja engine's values, with Python's semantics (jinja2 runs on Python objects, so a template's output depends
-// on them): None, bool, int, float, str, list/tuple (and the list-like range, dict views and generators), dict with
-// insertion order, callables (macros, builtins, bound methods), objects (namespace, loop, cycler, joiner), and
-// jinja2's Undefined. Containers are immutable once built (jinja2's ImmutableSandboxedEnvironment forbids mutation)
-// and shared by pointer, so copying a Value is cheap; only namespace objects change after construction.
+// The Jinja engine's values, with Python's semantics (jinja2 runs on Python objects, so a template's output
+// depends on them): None, bool, int, float, str, list/tuple (and the list-like range, dict views and
+// generators), dict with insertion order, callables (macros, builtins, bound methods), objects (namespace,
+// loop, cycler, joiner), and jinja2's Undefined. Containers are immutable once built (jinja2's
+// ImmutableSandboxedEnvironment forbids mutation) and shared by pointer, so copying a Value is cheap; only
+// namespace objects change after construction.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -20,10 +21,22 @@ namespace keel::chat::jinja {
 class Value;
 class Interpreter;
 
-enum class Kind : uint8_t { undefined, none, boolean, integer, floating, string, list, dict, callable, object };
+enum class Kind : uint8_t {
+  undefined,
+  none,
+  boolean,
+  integer,
+  floating,
+  string,
+  list,
+  dict,
+  callable,
+  object
+};
 
-// Which Python type a list-like value is: it decides repr (`[1]`, `(1,)`, `range(0, 3)`), equality (a list never
-// equals a tuple) and what len()/indexing allow (a generator has no len and is consumed by one iteration).
+// Which Python type a list-like value is: it decides repr (`[1]`, `(1,)`, `range(0, 3)`), equality (a list
+// never equals a tuple) and what len()/indexing allow (a generator has no len and is consumed by one
+// iteration).
 enum class ListFlavor : uint8_t { list, tuple, range, dict_keys, dict_values, dict_items, generator };
 
 struct ListData;
@@ -45,7 +58,8 @@ class Value {
   static Value list(std::vector<Value> items, ListFlavor flavor = ListFlavor::list);
   static Value range(int64_t start, int64_t stop, int64_t step);
   static Value dict(Dict d);
-  static Value callable(std::string name, std::function<Value(Interpreter&, CallArgs&)> fn, bool is_macro = false);
+  static Value callable(std::string name, std::function<Value(Interpreter&, CallArgs&)> fn,
+                        bool is_macro = false);
   static Value object(std::shared_ptr<Object> obj) { return Value(Rep(std::move(obj))); }
 
   Kind kind() const { return static_cast<Kind>(v_.index()); }
@@ -85,8 +99,9 @@ class Value {
     std::shared_ptr<const UndefinedData> data;
   };
   using StrPtr = std::shared_ptr<const std::string>;
-  using Rep = std::variant<Undef, std::nullptr_t, bool, int64_t, double, StrPtr, std::shared_ptr<const ListData>,
-                           std::shared_ptr<const Dict>, std::shared_ptr<const Callable>, std::shared_ptr<Object>>;
+  using Rep =
+      std::variant<Undef, std::nullptr_t, bool, int64_t, double, StrPtr, std::shared_ptr<const ListData>,
+                   std::shared_ptr<const Dict>, std::shared_ptr<const Callable>, std::shared_ptr<Object>>;
   explicit Value(Rep v, bool markup = false) : v_(std::move(v)), markup_(markup) {}
   Rep v_;
   bool markup_ = false;
@@ -96,11 +111,12 @@ struct ListData {
   std::vector<Value> items;
   ListFlavor flavor = ListFlavor::list;
   int64_t range_start = 0, range_stop = 0, range_step = 1;  // flavor == range only, for repr
-  mutable bool consumed = false;                             // flavor == generator: iterated once already
-  int depth = 1;                                             // nesting depth, bounded (see budget.h)
+  mutable bool consumed = false;                            // flavor == generator: iterated once already
+  int depth = 1;                                            // nesting depth, bounded (see budget.h)
 };
 
-// An insertion-ordered dict. Keys follow Python: 1, 1.0 and True are one key; lists and dicts are not hashable.
+// An insertion-ordered dict. Keys follow Python: 1, 1.0 and True are one key; lists and dicts are not
+// hashable.
 class Dict {
  public:
   const Value* find(const Value& key) const;
@@ -140,18 +156,22 @@ class Object : public std::enable_shared_from_this<Object> {
   virtual bool is_namespace() const { return false; }
   virtual bool is_callable() const { return false; }
   virtual Value call(Interpreter& interp, CallArgs& args);  // TypeError unless is_callable()
-  virtual void clear_references() {}                       // end of render: drop what may form a cycle
+  virtual void clear_references() {}                        // end of render: drop what may form a cycle
 };
 
-// jinja2's Undefined: prints as "", iterates as empty, is false, has length 0; anything else (arithmetic, attribute
-// access, calls, comparisons) raises UndefinedError with `message`.
+// jinja2's Undefined: prints as "", iterates as empty, is false, has length 0; anything else (arithmetic,
+// attribute access, calls, comparisons) raises UndefinedError with `message`.
 struct UndefinedData {
-  std::string message;       // "'x' is undefined" / "'dict object' has no attribute 'y'"
-  bool security = false;     // an unsafe attribute (list.append): using it raises SecurityError instead
+  std::string message;    // "'x' is undefined" / "'dict object' has no attribute 'y'"
+  bool security = false;  // an unsafe attribute (list.append): using it raises SecurityError instead
 };
 
-inline const std::vector<Value>& Value::items() const { return list_data().items; }
-inline ListFlavor Value::flavor() const { return list_data().flavor; }
+inline const std::vector<Value>& Value::items() const {
+  return list_data().items;
+}
+inline ListFlavor Value::flavor() const {
+  return list_data().flavor;
+}
 
 // Python's bool(x): empty containers, 0, 0.0, None, "" and Undefined are false. A generator is always true.
 bool truthy(const Value& v);
@@ -161,11 +181,12 @@ std::string type_name(const Value& v);
 // jinja2's object_type_repr: "dict object", "None", "str object"... (used in undefined-attribute messages)
 std::string object_type_repr(const Value& v);
 
-// Python's ==: numbers compare by value across bool/int/float, a list never equals a tuple, dicts ignore order.
+// Python's ==: numbers compare by value across bool/int/float, a list never equals a tuple, dicts ignore
+// order.
 bool equals(const Value& a, const Value& b);
 
-// Python's str() and repr(): what `{{ x }}` prints and how containers show their items. Both throw a LimitError past
-// the render budget's string size, and a RecursionError past kMaxValueDepth.
+// Python's str() and repr(): what `{{ x }}` prints and how containers show their items. Both throw a
+// LimitError past the render budget's string size, and a RecursionError past kMaxValueDepth.
 std::string to_str(const Value& v);
 std::string repr(const Value& v);
 

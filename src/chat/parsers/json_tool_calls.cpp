@@ -4,7 +4,9 @@
 
 namespace keel::chat {
 
-std::string dump_json(const Json& value) { return value.dump(-1, ' ', false, Json::error_handler_t::replace); }
+std::string dump_json(const Json& value) {
+  return value.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
 
 JsonExtentScanner::Result JsonExtentScanner::scan(std::string_view text, std::string_view stop) {
   for (; pos_ < text.size(); ++pos_) {
@@ -39,7 +41,8 @@ namespace {
 std::optional<JsonToolCall> read_call(const Json& call) {
   if (!call.is_object()) return std::nullopt;
   auto name = call.find("name");
-  if (name == call.end() || !name->is_string() || name->get_ref<const std::string&>().empty()) return std::nullopt;
+  if (name == call.end() || !name->is_string() || name->get_ref<const std::string&>().empty())
+    return std::nullopt;
   auto args = call.find("arguments");
   if (args == call.end()) args = call.find("parameters");
   Json arguments = args == call.end() ? Json::object() : *args;

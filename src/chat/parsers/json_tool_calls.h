@@ -1,5 +1,6 @@
-// Pieces of the JSON tool-call syntaxes (Hermes <tool_call>{...}</tool_call>, Nemotron <TOOLCALL>[...]</TOOLCALL>):
-// finding where the model's JSON value ends in a stream, and reading calls out of it.
+// Pieces of the JSON tool-call syntaxes (Hermes <tool_call>{...}</tool_call>, Nemotron
+// <TOOLCALL>[...]</TOOLCALL>): finding where the model's JSON value ends in a stream, and reading calls out
+// of it.
 #pragma once
 #include <cstddef>
 #include <string>
@@ -44,10 +45,10 @@ struct JsonToolCall {
   std::string arguments;
 };
 
-// Reads calls from a JSON value: an object {"name": "...", "arguments": {...}} (or "parameters" for arguments; a
-// missing arguments field means {}; arguments given as a string that holds a JSON object are decoded once, any
-// other string stays a JSON string), or an array of such objects. Returns false, leaving `out` empty, when the
-// text is not valid JSON, not of that shape, or an empty array.
+// Reads calls from a JSON value: an object {"name": "...", "arguments": {...}} (or "parameters" for
+// arguments; a missing arguments field means {}; arguments given as a string that holds a JSON object are
+// decoded once, any other string stays a JSON string), or an array of such objects. Returns false, leaving
+// `out` empty, when the text is not valid JSON, not of that shape, or an empty array.
 bool read_json_tool_calls(std::string_view json_text, std::vector<JsonToolCall>& out);
 
 }  // namespace keel::chat

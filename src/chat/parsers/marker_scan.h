@@ -8,7 +8,9 @@ namespace keel::chat::markers {
 
 constexpr size_t npos = std::string_view::npos;
 
-inline bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+inline bool is_space(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
 
 inline size_t first_non_space(std::string_view text, size_t from = 0) {
   for (size_t i = from; i < text.size(); ++i) {
@@ -26,8 +28,8 @@ inline size_t trailing_space(std::string_view text) {
 
 enum class Match { none, partial, full };
 
-// Whether text[pos...] starts with `marker` (full), is a proper prefix of it that the end of `text` cut (partial),
-// or neither.
+// Whether text[pos...] starts with `marker` (full), is a proper prefix of it that the end of `text` cut
+// (partial), or neither.
 inline Match match_at(std::string_view text, size_t pos, std::string_view marker) {
   std::string_view rest = text.substr(std::min(pos, text.size()));
   if (rest.starts_with(marker)) return Match::full;
@@ -65,8 +67,8 @@ inline Found find_first(std::string_view text, std::span<const std::string_view>
   return found;
 }
 
-// Length of the longest suffix of `text` that is a proper prefix of one of `markers`: the bytes that must be held
-// back because the next delta may complete a marker.
+// Length of the longest suffix of `text` that is a proper prefix of one of `markers`: the bytes that must be
+// held back because the next delta may complete a marker.
 inline size_t partial_marker_suffix(std::string_view text, std::span<const std::string_view> markers) {
   size_t best = 0;
   for (std::string_view m : markers) {

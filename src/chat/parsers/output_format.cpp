@@ -6,7 +6,9 @@ namespace keel::chat {
 
 namespace {
 
-bool contains(std::string_view text, std::string_view needle) { return text.find(needle) != std::string_view::npos; }
+bool contains(std::string_view text, std::string_view needle) {
+  return text.find(needle) != std::string_view::npos;
+}
 
 std::string_view trim_trailing_whitespace(std::string_view s) {
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\n' || s.back() == '\r')) {
@@ -42,25 +44,33 @@ ReasoningStart reasoning_start_from_prompt(const OutputFormat& format, std::stri
 
 const char* tool_syntax_name(ToolSyntax syntax) {
   switch (syntax) {
-    case ToolSyntax::none: return "none";
-    case ToolSyntax::hermes_json: return "hermes_json";
-    case ToolSyntax::qwen3_xml: return "qwen3_xml";
-    case ToolSyntax::nemotron_json: return "nemotron_json";
+    case ToolSyntax::none:
+      return "none";
+    case ToolSyntax::hermes_json:
+      return "hermes_json";
+    case ToolSyntax::qwen3_xml:
+      return "qwen3_xml";
+    case ToolSyntax::nemotron_json:
+      return "nemotron_json";
   }
   return "?";
 }
 
 const char* reasoning_start_name(ReasoningStart start) {
   switch (start) {
-    case ReasoningStart::disabled: return "disabled";
-    case ReasoningStart::optional: return "optional";
-    case ReasoningStart::open: return "open";
+    case ReasoningStart::disabled:
+      return "disabled";
+    case ReasoningStart::optional:
+      return "optional";
+    case ReasoningStart::open:
+      return "open";
   }
   return "?";
 }
 
 ToolSyntax tool_syntax_from_name(std::string_view name) {
-  for (ToolSyntax s : {ToolSyntax::none, ToolSyntax::hermes_json, ToolSyntax::qwen3_xml, ToolSyntax::nemotron_json}) {
+  for (ToolSyntax s :
+       {ToolSyntax::none, ToolSyntax::hermes_json, ToolSyntax::qwen3_xml, ToolSyntax::nemotron_json}) {
     if (name == tool_syntax_name(s)) return s;
   }
   throw_error(ErrorCode::invalid_argument,
@@ -71,8 +81,8 @@ ReasoningStart reasoning_start_from_name(std::string_view name) {
   for (ReasoningStart r : {ReasoningStart::disabled, ReasoningStart::optional, ReasoningStart::open}) {
     if (name == reasoning_start_name(r)) return r;
   }
-  throw_error(ErrorCode::invalid_argument, "unknown reasoning start '{}' (expected disabled, optional or open)",
-              name);
+  throw_error(ErrorCode::invalid_argument,
+              "unknown reasoning start '{}' (expected disabled, optional or open)", name);
 }
 
 }  // namespace keel::chat

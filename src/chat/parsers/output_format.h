@@ -8,11 +8,12 @@ namespace keel::chat {
 
 // How a model writes tool calls.
 enum class ToolSyntax {
-  none,           // no tool calls: everything outside reasoning is content
-  hermes_json,    // <tool_call>\n{"name": ..., "arguments": {...}}\n</tool_call> (Hermes, Qwen2.5, Qwen3)
-  qwen3_xml,      // <tool_call>\n<function=NAME>\n<parameter=P>\nVALUE\n</parameter>\n</function>\n</tool_call>
-                  // (Qwen3-Coder, Qwen3.5, Nemotron 3)
-  nemotron_json,  // <TOOLCALL>[{"name": ..., "arguments": {...}}, ...]</TOOLCALL> (Nemotron Nano v2, Nemotron-H)
+  none,         // no tool calls: everything outside reasoning is content
+  hermes_json,  // <tool_call>\n{"name": ..., "arguments": {...}}\n</tool_call> (Hermes, Qwen2.5, Qwen3)
+  qwen3_xml,    // <tool_call>\n<function=NAME>\n<parameter=P>\nVALUE\n</parameter>\n</function>\n</tool_call>
+                // (Qwen3-Coder, Qwen3.5, Nemotron 3)
+  nemotron_json,  // <TOOLCALL>[{"name": ..., "arguments": {...}}, ...]</TOOLCALL> (Nemotron Nano v2,
+                  // Nemotron-H)
 };
 
 // What the chat template tells about the model's output.
@@ -21,20 +22,20 @@ struct OutputFormat {
   bool think_tags = false;  // the template knows <think>...</think> reasoning blocks
 };
 
-// Picks the format from markers present in a chat template's source text. Templates whose tool syntax keel does
-// not parse (GLM's <arg_key>, Mistral's [TOOL_CALLS], Llama's <|python_tag|>, ...) get ToolSyntax::none.
+// Picks the format from markers present in a chat template's source text. Templates whose tool syntax keel
+// does not parse (GLM's <arg_key>, Mistral's [TOOL_CALLS], Llama's <|python_tag|>, ...) get ToolSyntax::none.
 OutputFormat detect_output_format(std::string_view template_text);
 
 // Where the model's output starts relative to a <think> block.
 enum class ReasoningStart {
   disabled,  // no reasoning split: a <think> in the output is plain content
   optional,  // the output may open with <think>...</think> (Qwen3 with enable_thinking, DeepSeek-R1 style)
-  open,      // the prompt already opened <think>: the output starts inside the reasoning (Qwen3.5, Nemotron 3)
+  open,  // the prompt already opened <think>: the output starts inside the reasoning (Qwen3.5, Nemotron 3)
 };
 
-// Derives the reasoning start from the rendered prompt: a prompt that ends in "<think>" (plus whitespace) opened
-// the block; one that ends in "</think>" (plus whitespace) closed it, i.e. thinking is disabled; otherwise the
-// model may open a block itself if the template knows think tags.
+// Derives the reasoning start from the rendered prompt: a prompt that ends in "<think>" (plus whitespace)
+// opened the block; one that ends in "</think>" (plus whitespace) closed it, i.e. thinking is disabled;
+// otherwise the model may open a block itself if the template knows think tags.
 ReasoningStart reasoning_start_from_prompt(const OutputFormat& format, std::string_view rendered_prompt);
 
 const char* tool_syntax_name(ToolSyntax syntax);

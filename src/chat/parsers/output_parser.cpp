@@ -1,5 +1,5 @@
-// OutputParser: construction, the feed/finish loop, events, and the content and reasoning states. The tool-call
-// states are in output_parser_calls.cpp.
+// OutputParser: construction, the feed/finish loop, events, and the content and reasoning states. The
+// tool-call states are in output_parser_calls.cpp.
 #include "chat/parsers/output_parser.h"
 
 #include "chat/parsers/marker_scan.h"
@@ -72,34 +72,49 @@ std::vector<OutputEvent> OutputParser::finish() {
 
 bool OutputParser::step(bool at_end) {
   switch (mode_) {
-    case Mode::content: return step_content(at_end);
-    case Mode::reasoning: return step_reasoning(at_end);
-    case Mode::call_open: return step_call_open(at_end);
-    case Mode::json_body: return step_json_body(at_end);
-    case Mode::xml_name: return step_xml_name(at_end);
-    case Mode::xml_body: return step_xml_body(at_end);
-    case Mode::xml_param_name: return step_xml_param_name(at_end);
-    case Mode::xml_param_value: return step_xml_param_value(at_end);
-    case Mode::after_call: return step_after_call(at_end);
-    case Mode::raw_block: return step_raw_block(at_end);
-    case Mode::skip_block: return step_skip_block(at_end);
+    case Mode::content:
+      return step_content(at_end);
+    case Mode::reasoning:
+      return step_reasoning(at_end);
+    case Mode::call_open:
+      return step_call_open(at_end);
+    case Mode::json_body:
+      return step_json_body(at_end);
+    case Mode::xml_name:
+      return step_xml_name(at_end);
+    case Mode::xml_body:
+      return step_xml_body(at_end);
+    case Mode::xml_param_name:
+      return step_xml_param_name(at_end);
+    case Mode::xml_param_value:
+      return step_xml_param_value(at_end);
+    case Mode::after_call:
+      return step_after_call(at_end);
+    case Mode::raw_block:
+      return step_raw_block(at_end);
+    case Mode::skip_block:
+      return step_skip_block(at_end);
   }
   return false;
 }
 
 std::vector<std::string_view> OutputParser::block_open_markers() const {
   switch (options_.tools) {
-    case ToolSyntax::none: return {};
+    case ToolSyntax::none:
+      return {};
     case ToolSyntax::hermes_json:
-    case ToolSyntax::qwen3_xml: return {"<tool_call>"};
-    case ToolSyntax::nemotron_json: return {"<TOOLCALL>"};
+    case ToolSyntax::qwen3_xml:
+      return {"<tool_call>"};
+    case ToolSyntax::nemotron_json:
+      return {"<TOOLCALL>"};
   }
   return {};
 }
 
 std::vector<std::string_view> OutputParser::content_markers() const {
   std::vector<std::string_view> list = block_open_markers();
-  if (options_.tools == ToolSyntax::qwen3_xml) list.push_back("<function=");  // models sometimes skip <tool_call>
+  if (options_.tools == ToolSyntax::qwen3_xml)
+    list.push_back("<function=");  // models sometimes skip <tool_call>
   return list;
 }
 
@@ -111,7 +126,8 @@ void OutputParser::enter_content(Lead lead) {
 bool OutputParser::step_content(bool at_end) {
   if (buf_.empty()) return false;
   std::vector<std::string_view> markers = content_markers();
-  bool think_allowed = options_.reasoning == ReasoningStart::optional && !reasoning_seen_ && !content_started_;
+  bool think_allowed =
+      options_.reasoning == ReasoningStart::optional && !reasoning_seen_ && !content_started_;
   if (think_allowed) markers.push_back(kThinkOpen);
 
   if (lead_ != Lead::keep) {
@@ -213,7 +229,8 @@ bool OutputParser::step_reasoning(bool at_end) {
 }
 
 std::string OutputParser::new_call_id() {
-  static constexpr std::string_view kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+  static constexpr std::string_view kAlphabet =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
   std::string id = "call_";
   std::uniform_int_distribution<size_t> pick(0, kAlphabet.size() - 1);
   for (int i = 0; i < 24; ++i) id += kAlphabet[pick(id_rng_)];

@@ -1,4 +1,5 @@
-// OutputParser: the tool-call states (JSON and XML bodies, malformed blocks). See output_parser.h for the rules.
+// OutputParser: the tool-call states (JSON and XML bodies, malformed blocks). See output_parser.h for the
+// rules.
 #include <fmt/format.h>
 
 #include "chat/parsers/marker_scan.h"
@@ -25,8 +26,8 @@ constexpr std::string_view kBodyMarkers[] = {kParamOpen, kFunctionClose, kToolCa
 constexpr std::string_view kValueEnds[] = {kParamClose, "\n<parameter=", "\n</function>", "\n</tool_call>"};
 constexpr size_t kLongestValueEnd = 13;
 
-// Position of the '>' closing a name at the start of `text`; npos if not there yet, `text.size() + 1` if the name
-// is malformed (a newline or '<' first, or too long).
+// Position of the '>' closing a name at the start of `text`; npos if not there yet, `text.size() + 1` if the
+// name is malformed (a newline or '<' first, or too long).
 size_t name_end(std::string_view text) {
   for (size_t i = 0; i < text.size() && i <= kMaxNameBytes; ++i) {
     if (text[i] == '>') return i;
@@ -262,7 +263,8 @@ bool OutputParser::step_xml_param_value(bool at_end) {
     size_t value_size = end.pos + 1;  // a fallback end keeps its newline in the value, as vLLM does
     size_t consumed = end.pos + 1;
     if (end.marker == kParamClose) {
-      // </parameter> is structural only when a tag follows (or the output ends): code in a value may contain it.
+      // </parameter> is structural only when a tag follows (or the output ends): code in a value may contain
+      // it.
       size_t after = end.pos + kParamClose.size();
       size_t j = first_non_space(buf_, after);
       Match m = j == npos ? Match::partial : match_any_at(buf_, j, kBodyMarkers);
@@ -309,7 +311,8 @@ bool OutputParser::step_raw_block(bool at_end) {
   if (p != npos) {
     emit_content(std::string_view(buf_).substr(0, p + block_close_.size()));
     drop_front(p + block_close_.size());
-    enter_content(Lead::hold);  // the block was content: whitespace after it stays unless a call or the end follows
+    enter_content(
+        Lead::hold);  // the block was content: whitespace after it stays unless a call or the end follows
     return true;
   }
   std::string_view close[] = {block_close_};

@@ -18,21 +18,30 @@ unsigned type_of_name(std::string name) {
   if (starts("bool")) return param_boolean;
   if (name == "object" || starts("dict")) return param_object;
   if (starts("arr") || starts("list")) return param_array;
-  if (starts("str") || name == "text" || name == "char" || name == "varchar" || name == "enum") return param_string;
+  if (starts("str") || name == "text" || name == "char" || name == "varchar" || name == "enum")
+    return param_string;
   return 0;
 }
 
 unsigned type_of_value(const Json& v) {
   switch (v.type()) {
-    case Json::value_t::string: return param_string;
+    case Json::value_t::string:
+      return param_string;
     case Json::value_t::number_integer:
-    case Json::value_t::number_unsigned: return param_integer;
-    case Json::value_t::number_float: return param_number;
-    case Json::value_t::boolean: return param_boolean;
-    case Json::value_t::object: return param_object;
-    case Json::value_t::array: return param_array;
-    case Json::value_t::null: return param_null;
-    default: return 0;
+    case Json::value_t::number_unsigned:
+      return param_integer;
+    case Json::value_t::number_float:
+      return param_number;
+    case Json::value_t::boolean:
+      return param_boolean;
+    case Json::value_t::object:
+      return param_object;
+    case Json::value_t::array:
+      return param_array;
+    case Json::value_t::null:
+      return param_null;
+    default:
+      return 0;
   }
 }
 

@@ -21,16 +21,17 @@ enum ParamType : unsigned {
 };
 
 // The types of one parameter's schema: "type" (a name or a list of names), the members of "anyOf"/"oneOf",
-// the JSON types of "enum" values or of "const". Non-standard names are mapped as vLLM's qwen3coder parser maps
-// them (int*/uint*/long*/short* → integer, float*/num* → number, bool* → boolean, dict* → object,
+// the JSON types of "enum" values or of "const". Non-standard names are mapped as vLLM's qwen3coder parser
+// maps them (int*/uint*/long*/short* → integer, float*/num* → number, bool* → boolean, dict* → object,
 // list*/arr* → array, str*/text/char/varchar/enum → string). 0 when the schema says nothing about types.
 unsigned param_types_of_schema(const Json& schema);
 
-// Converts a parameter's text (already stripped of the one newline after <parameter=P> and before </parameter>)
-// to JSON, given the parameter's types (0 = unknown):
+// Converts a parameter's text (already stripped of the one newline after <parameter=P> and before
+// </parameter>) to JSON, given the parameter's types (0 = unknown):
 //   - "null" or "None" → null when null is allowed;
 //   - string only → the text unchanged;
-//   - otherwise the text parsed as JSON if that gives an allowed type (any number counts for integer and number;
+//   - otherwise the text parsed as JSON if that gives an allowed type (any number counts for integer and
+//   number;
 //     True/False are accepted for boolean); else the text as a string when string is allowed; else the parsed
 //     value whatever its type; else (not JSON) the text as a string;
 //   - unknown types → the text parsed as JSON, or the text as a string when it is not JSON.
@@ -48,7 +49,8 @@ class ToolSchemas {
   unsigned param_types(std::string_view function, std::string_view param) const;
 
  private:
-  std::map<std::string, Json, std::less<>> properties_;  // function name → "properties" object of its parameters
+  std::map<std::string, Json, std::less<>>
+      properties_;  // function name → "properties" object of its parameters
 };
 
 }  // namespace keel::chat

@@ -24,13 +24,17 @@ AttentionWeights bind_attention(const WeightBinder& w, const AttentionSpec& s) {
   return a;
 }
 
-AttentionBlock::AttentionBlock(const AttentionSpec& spec, AttentionWeights weights) : s_(spec), w_(std::move(weights)) {
+AttentionBlock::AttentionBlock(const AttentionSpec& spec, AttentionWeights weights)
+    : s_(spec), w_(std::move(weights)) {
   if (s_.n_kv < 1 || s_.n_q % s_.n_kv != 0)
-    throw_error(ErrorCode::invalid_file, "attention: num_attention_heads {} is not a multiple of num_key_value_heads {}",
-                s_.n_q, s_.n_kv);
+    throw_error(ErrorCode::invalid_file,
+                "attention: num_attention_heads {} is not a multiple of num_key_value_heads {}", s_.n_q,
+                s_.n_kv);
 }
 
-int64_t AttentionBlock::cache_bytes(int64_t capacity) const { return 2 * f32_bytes(capacity * s_.n_kv * s_.head_dim); }
+int64_t AttentionBlock::cache_bytes(int64_t capacity) const {
+  return 2 * f32_bytes(capacity * s_.n_kv * s_.head_dim);
+}
 
 void AttentionBlock::init_cache(LayerCache& cache, int64_t capacity, MemoryPool& pool) const {
   cache.k = Tensor::empty(pool, DType::f32, {capacity, s_.n_kv, s_.head_dim}, "KV cache (keys)");
@@ -65,8 +69,9 @@ void AttentionBlock::forward(const StepContext& ctx, size_t slot, const Tensor& 
   for (const ItemRows& it : ctx.items) {
     LayerCache& c = (*it.caches)[slot];
     if (it.past + it.n > c.k.dim(0))
-      throw_error(ErrorCode::invalid_argument, "attention: {} + {} tokens exceed the sequence's capacity of {}",
-                  it.past, it.n, c.k.dim(0));
+      throw_error(ErrorCode::invalid_argument,
+                  "attention: {} + {} tokens exceed the sequence's capacity of {}", it.past, it.n,
+                  c.k.dim(0));
     std::memcpy(c.k.at(it.past), k.at(it.begin), static_cast<size_t>(it.n * row_bytes));
     std::memcpy(c.v.at(it.past), v.at(it.begin), static_cast<size_t>(it.n * row_bytes));
   }

@@ -1,9 +1,9 @@
-// Causal self-attention over a per-sequence KV cache: q/k/v projections, optional per-head q/k RMSNorm (qwen3),
-// optional RoPE from the step's table (llama, qwen3; none for nemotron_h), GQA, o_proj. With output_gate
-// (qwen3_5) q_proj yields [n_q, 2·head_dim] per token: each head's first head_dim values are its query, the last
-// its gate, and o_proj reads attention ⊙ sigmoid(gate). The step's new keys and
-// values are written into each sequence's cache at its offset, then every item's queries attend to rows
-// [0, past + n) of its own cache (ops::attention: tiled online softmax, workspace independent of kv_len).
+// Causal self-attention over a per-sequence KV cache: q/k/v projections, optional per-head q/k RMSNorm
+// (qwen3), optional RoPE from the step's table (llama, qwen3; none for nemotron_h), GQA, o_proj. With
+// output_gate (qwen3_5) q_proj yields [n_q, 2·head_dim] per token: each head's first head_dim values are its
+// query, the last its gate, and o_proj reads attention ⊙ sigmoid(gate). The step's new keys and values are
+// written into each sequence's cache at its offset, then every item's queries attend to rows [0, past + n) of
+// its own cache (ops::attention: tiled online softmax, workspace independent of kv_len).
 //
 // Cache per sequence: K and V [capacity, n_kv, head_dim] f32, allocated once for the whole capacity.
 #pragma once
@@ -24,12 +24,12 @@ struct AttentionSpec {
   bool qk_norm = false;  // RMSNorm over head_dim of q and k, before RoPE
   ops::NormScale qk_norm_scale = ops::NormScale::weight;
   float norm_eps = 1e-6f;
-  bool rope = false;     // rotate q and k with the step's rope table (its width: the rotary part of a head)
+  bool rope = false;  // rotate q and k with the step's rope table (its width: the rotary part of a head)
   bool output_gate = false;  // qwen3_5: per-head query ‖ gate from q_proj, output × sigmoid(gate)
 };
 
 struct AttentionWeights {
-  Linear q, k, v, o;    // [n_q·hd (·2 with output_gate), d], [n_kv·hd, d], [n_kv·hd, d], [d, n_q·hd]
+  Linear q, k, v, o;      // [n_q·hd (·2 with output_gate), d], [n_kv·hd, d], [n_kv·hd, d], [d, n_q·hd]
   Tensor q_norm, k_norm;  // [head_dim] when qk_norm
 };
 

@@ -1,12 +1,12 @@
-// The blocks layer: each mechanism (attention, Mamba2, MLP, MoE, ...) once, reused by every model file. A block is
-// one residual branch's body: it reads the pre-normed hidden states of the whole step [T, d] and writes its output
-// [T, d]; the model adds it to the residual stream. Token-wise work (projections, norms, experts) runs over the
-// step's concatenated tokens; sequence-wise work (attention over a sequence's KV, conv/SSM with its state) runs
-// per item, on that item's rows and its LayerCache.
+// The blocks layer: each mechanism (attention, Mamba2, MLP, MoE, ...) once, reused by every model file. A
+// block is one residual branch's body: it reads the pre-normed hidden states of the whole step [T, d] and
+// writes its output [T, d]; the model adds it to the residual stream. Token-wise work (projections, norms,
+// experts) runs over the step's concatenated tokens; sequence-wise work (attention over a sequence's KV,
+// conv/SSM with its state) runs per item, on that item's rows and its LayerCache.
 //
-// Memory (specs/memory.md): a block allocates its intermediates from the backend's pool and frees them before it
-// returns; `transient_bytes` states their peak as a closed form of the step's shape, replayed on a MemPlan in the
-// same order as forward() allocates.
+// Memory (specs/memory.md): a block allocates its intermediates from the backend's pool and frees them before
+// it returns; `transient_bytes` states their peak as a closed form of the step's shape, replayed on a MemPlan
+// in the same order as forward() allocates.
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -18,8 +18,8 @@
 namespace keel::models {
 
 // One block's persistent state inside a sequence. Attention: k, v [capacity, n_kv, head_dim] f32. Mamba2 and
-// Gated DeltaNet: conv [K−1, conv_dim] f32 and recurrent (SSM [H, P, N] / DeltaNet [Hv, Dk, Dv]) f32, zeros for a
-// new sequence. Stateless blocks leave all undefined.
+// Gated DeltaNet: conv [K−1, conv_dim] f32 and recurrent (SSM [H, P, N] / DeltaNet [Hv, Dk, Dv]) f32, zeros
+// for a new sequence. Stateless blocks leave all undefined.
 struct LayerCache {
   Tensor k, v;
   Tensor conv, recurrent;
@@ -68,12 +68,15 @@ class MemPlan {
   int64_t peak_ = 0;
 };
 
-inline int64_t f32_bytes(int64_t n) { return 4 * n; }
+inline int64_t f32_bytes(int64_t n) {
+  return 4 * n;
+}
 
 class Block {
  public:
   virtual ~Block() = default;
-  // Persistent bytes of this block's LayerCache for a sequence of `capacity` tokens (what init_cache allocates).
+  // Persistent bytes of this block's LayerCache for a sequence of `capacity` tokens (what init_cache
+  // allocates).
   virtual int64_t cache_bytes(int64_t capacity) const {
     (void)capacity;
     return 0;

@@ -30,16 +30,20 @@ Mamba2Block::Mamba2Block(const Mamba2Config& m, float norm_eps, Mamba2Weights we
   if (m_.hidden_act != "silu" && m_.hidden_act != "swish")
     throw_error(ErrorCode::unsupported, "mamba2: mamba_hidden_act \"{}\" (only silu)", m_.hidden_act);
   if (m_.n_groups < 1 || m_.num_heads % m_.n_groups != 0)
-    throw_error(ErrorCode::invalid_file, "mamba2: mamba_num_heads {} is not a multiple of n_groups {}", m_.num_heads,
-                m_.n_groups);
-  if (m_.norm_before_gate) throw_error(ErrorCode::unsupported, "mamba2: norm_before_gate (only gate, then norm)");
+    throw_error(ErrorCode::invalid_file, "mamba2: mamba_num_heads {} is not a multiple of n_groups {}",
+                m_.num_heads, m_.n_groups);
+  if (m_.norm_before_gate)
+    throw_error(ErrorCode::unsupported, "mamba2: norm_before_gate (only gate, then norm)");
 }
 
-int64_t Mamba2Block::cache_bytes(int64_t) const { return mamba2_conv_state_bytes(m_) + mamba2_ssm_state_bytes(m_); }
+int64_t Mamba2Block::cache_bytes(int64_t) const {
+  return mamba2_conv_state_bytes(m_) + mamba2_ssm_state_bytes(m_);
+}
 
 void Mamba2Block::init_cache(LayerCache& cache, int64_t, MemoryPool& pool) const {
   cache.conv = Tensor::empty(pool, DType::f32, {m_.conv_kernel - 1, m_.conv_dim()}, "mamba2 conv state");
-  cache.recurrent = Tensor::empty(pool, DType::f32, {m_.num_heads, m_.head_dim, m_.ssm_state_size}, "mamba2 SSM state");
+  cache.recurrent =
+      Tensor::empty(pool, DType::f32, {m_.num_heads, m_.head_dim, m_.ssm_state_size}, "mamba2 SSM state");
   std::memset(cache.conv.data(), 0, static_cast<size_t>(cache.conv.nbytes()));
   std::memset(cache.recurrent.data(), 0, static_cast<size_t>(cache.recurrent.nbytes()));
 }
@@ -66,12 +70,13 @@ void Mamba2Block::forward(const StepContext& ctx, size_t slot, const Tensor& x, 
     const Tensor c = rows(conv, it.begin, it.n);
     Tensor yi = rows(y, it.begin, it.n);
     ops::ssd_scan(be, split_heads(c.slice(1, 0, I), H, P), rows(dt_raw, it.begin, it.n),
-                  split_heads(c.slice(1, I, G * N), G, N), split_heads(c.slice(1, I + G * N, G * N), G, N), w_.A_log,
-                  w_.dt_bias, w_.D, (*it.caches)[slot].recurrent, yi, sp);
+                  split_heads(c.slice(1, I, G * N), G, N), split_heads(c.slice(1, I + G * N, G * N), G, N),
+                  w_.A_log, w_.dt_bias, w_.D, (*it.caches)[slot].recurrent, yi, sp);
   }
   conv = Tensor();
   Tensor y2 = y.reshape({T, I});
-  ops::gated_rms_norm(be, y2, z, w_.norm, y2, ops::GatedRmsNormParams{eps_, I / G, ops::GateOrder::gate_then_norm});
+  ops::gated_rms_norm(be, y2, z, w_.norm, y2,
+                      ops::GatedRmsNormParams{eps_, I / G, ops::GateOrder::gate_then_norm});
   proj = z = xBC = dt_raw = Tensor();
   linear(be, w_.out_proj, y2, out);
 }
@@ -81,8 +86,8 @@ int64_t Mamba2Block::transient_bytes(const StepShape& s) const {
   const int64_t proj = f32_bytes(T * (I + C + H)), conv = f32_bytes(T * C), y = f32_bytes(T * I);
   int64_t scan_ws = 0;
   for (int64_t n : s.item_tokens)
-    scan_ws = std::max(scan_ws, ops::ssd_scan_workspace_bytes(n, H, m_.head_dim, m_.n_groups, m_.ssm_state_size,
-                                                              m_.chunk_size, s.n_threads));
+    scan_ws = std::max(scan_ws, ops::ssd_scan_workspace_bytes(n, H, m_.head_dim, m_.n_groups,
+                                                              m_.ssm_state_size, m_.chunk_size, s.n_threads));
   MemPlan m;
   m.alloc(proj);
   m.workspace(linear_workspace_bytes(w_.in_proj, T, s.n_threads));

@@ -1,8 +1,8 @@
 // Mamba2 mixer (nemotron_h `M` layers), numerics as ../shared/specs/numerics.md "Mamba2 mixer":
 //   in_proj(x) → z [I] ‖ xBC [I + 2GN] ‖ dt_raw [H];
-//   per sequence: causal conv over xBC with its carried conv state (+bias, silu); SSD scan of x (H×P) with B, C
-//   (G×N), dt = clamp(softplus(dt_raw + dt_bias), time_step_limit), A = −exp(A_log), D skip, carried SSM state;
-//   gated RMSNorm in Mamba2 order (y ⊙ silu(z), then RMS over groups of I/G, × weight); out_proj.
+//   per sequence: causal conv over xBC with its carried conv state (+bias, silu); SSD scan of x (H×P) with B,
+//   C (G×N), dt = clamp(softplus(dt_raw + dt_bias), time_step_limit), A = −exp(A_log), D skip, carried SSM
+//   state; gated RMSNorm in Mamba2 order (y ⊙ silu(z), then RMS over groups of I/G, × weight); out_proj.
 // Cache per sequence: conv [K−1, I + 2GN] and SSM [H, P, N], f32, zeros for a new sequence, updated in place.
 #pragma once
 #include <cstdint>
@@ -14,12 +14,12 @@
 namespace keel::models {
 
 struct Mamba2Weights {
-  Linear in_proj;   // [I + (I + 2GN) + H, d]
-  Tensor conv_w;    // conv1d.weight [I + 2GN, 1, K]
-  Tensor conv_b;    // conv1d.bias [I + 2GN], undefined without use_conv_bias
+  Linear in_proj;            // [I + (I + 2GN) + H, d]
+  Tensor conv_w;             // conv1d.weight [I + 2GN, 1, K]
+  Tensor conv_b;             // conv1d.bias [I + 2GN], undefined without use_conv_bias
   Tensor dt_bias, A_log, D;  // [H]
-  Tensor norm;      // norm.weight [I]
-  Linear out_proj;  // [d, I]
+  Tensor norm;               // norm.weight [I]
+  Linear out_proj;           // [d, I]
 };
 
 // Binds in_proj, conv1d, dt_bias, A_log, D, norm, out_proj under `w`'s prefix (the mixer's).

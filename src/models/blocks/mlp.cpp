@@ -9,8 +9,8 @@ ops::Activation activation_from_name(std::string_view name, std::string_view whe
   if (name == "relu2") return ops::Activation::relu2;
   if (name == "gelu") return ops::Activation::gelu_erf;
   if (name == "gelu_pytorch_tanh" || name == "gelu_new") return ops::Activation::gelu_tanh;
-  throw_error(ErrorCode::unsupported, "{}: activation \"{}\" is not supported (silu, relu2, gelu, gelu_pytorch_tanh)",
-              where, name);
+  throw_error(ErrorCode::unsupported,
+              "{}: activation \"{}\" is not supported (silu, relu2, gelu, gelu_pytorch_tanh)", where, name);
 }
 
 MlpWeights bind_mlp(const WeightBinder& w, int64_t hidden, int64_t intermediate, bool gated, bool bias) {

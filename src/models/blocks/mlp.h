@@ -1,5 +1,5 @@
-// Feed-forward block. Gated (llama, qwen3: down(act(gate(x)) ⊙ up(x))) or plain (nemotron_h: down(act(up(x))),
-// relu² with no gate projection), biases per the config's mlp_bias.
+// Feed-forward block. Gated (llama, qwen3: down(act(gate(x)) ⊙ up(x))) or plain (nemotron_h:
+// down(act(up(x))), relu² with no gate projection), biases per the config's mlp_bias.
 #pragma once
 #include <cstdint>
 #include <string_view>

@@ -2,7 +2,8 @@
 
 namespace keel::models {
 
-MoeBlock::MoeBlock(ops::MoeWeights weights, const ops::MoeParams& params) : w_(std::move(weights)), p_(params) {
+MoeBlock::MoeBlock(ops::MoeWeights weights, const ops::MoeParams& params)
+    : w_(std::move(weights)), p_(params) {
   const bool swiglu = p_.activation == ops::MoeActivation::swiglu;
   shape_.H = w_.router.dim(1);
   shape_.E = w_.router.dim(0);

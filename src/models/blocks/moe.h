@@ -1,5 +1,6 @@
-// Mixture-of-experts block around ops::moe (router, top-k, experts grouped by token, shared expert): the model
-// file binds the weights by its family's names and picks the router and activation (ops/moe.h has both families).
+// Mixture-of-experts block around ops::moe (router, top-k, experts grouped by token, shared expert): the
+// model file binds the weights by its family's names and picks the router and activation (ops/moe.h has both
+// families).
 #pragma once
 #include <cstdint>
 

@@ -12,7 +12,8 @@ namespace keel::models {
 RopeTable::RopeTable(const RopeConfig& rope, int64_t head_dim)
     : rotary_dim_(ops::rope_rotary_dim(head_dim, rope.partial_rotary_factor)) {
   if (rotary_dim_ <= 0 || rotary_dim_ % 2 != 0)
-    throw_error(ErrorCode::invalid_file, "rope: rotary dimension {} (head_dim {} × partial_rotary_factor {}) must be even",
+    throw_error(ErrorCode::invalid_file,
+                "rope: rotary dimension {} (head_dim {} × partial_rotary_factor {}) must be even",
                 rotary_dim_, head_dim, rope.partial_rotary_factor);
   inv_freq_.resize(static_cast<size_t>(rotary_dim_ / 2));
   cpu::rope_inv_freq(rope.theta, rotary_dim_, inv_freq_.data());
@@ -24,9 +25,11 @@ RopeTable::RopeTable(const RopeConfig& rope, int64_t head_dim)
     return;
   }
   if (rope.type == "llama3") {
-    if (!rope.factor || !rope.low_freq_factor || !rope.high_freq_factor || !rope.original_max_position_embeddings)
+    if (!rope.factor || !rope.low_freq_factor || !rope.high_freq_factor ||
+        !rope.original_max_position_embeddings)
       throw_error(ErrorCode::invalid_file,
-                  "rope_type llama3 needs factor, low_freq_factor, high_freq_factor and original_max_position_embeddings");
+                  "rope_type llama3 needs factor, low_freq_factor, high_freq_factor and "
+                  "original_max_position_embeddings");
     // transformers' _compute_llama3_parameters, elementwise on float32 tensors.
     const float factor = static_cast<float>(*rope.factor), lo = static_cast<float>(*rope.low_freq_factor),
                 hi = static_cast<float>(*rope.high_freq_factor);
@@ -42,12 +45,14 @@ RopeTable::RopeTable(const RopeConfig& rope, int64_t head_dim)
     }
     return;
   }
-  throw_error(ErrorCode::unsupported, "rope_type \"{}\" is not supported (default, linear, llama3)", rope.type);
+  throw_error(ErrorCode::unsupported, "rope_type \"{}\" is not supported (default, linear, llama3)",
+              rope.type);
 }
 
 void RopeTable::fill(Backend&, std::span<const int32_t> positions, Tensor& table) const {
   for (size_t t = 0; t < positions.size(); ++t)
-    cpu::rope_cos_sin_row(positions[t], inv_freq_.data(), rotary_dim_, static_cast<float*>(table.at(static_cast<int64_t>(t))));
+    cpu::rope_cos_sin_row(positions[t], inv_freq_.data(), rotary_dim_,
+                          static_cast<float*>(table.at(static_cast<int64_t>(t))));
 }
 
 }  // namespace keel::models

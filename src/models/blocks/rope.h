@@ -1,5 +1,5 @@
-// RoPE frequencies per the config's rope_type, as transformers computes them (modeling_rope_utils.py), and the
-// step's cos/sin table that every attention layer of the step shares.
+// RoPE frequencies per the config's rope_type, as transformers computes them (modeling_rope_utils.py), and
+// the step's cos/sin table that every attention layer of the step shares.
 //   default: inv_freq[i] = 1 / theta^(2i / R), in float32 as torch does;
 //   linear:  inv_freq / factor;
 //   llama3:  wavelengths above original_max_position_embeddings / low_freq_factor divided by factor, below

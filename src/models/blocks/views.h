@@ -1,5 +1,5 @@
-// Views the blocks take of their activations: head splits and column ranges of a [T, features] f32 tensor, with
-// the row stride kept (no copies).
+// Views the blocks take of their activations: head splits and column ranges of a [T, features] f32 tensor,
+// with the row stride kept (no copies).
 #pragma once
 #include <cstdint>
 
@@ -13,6 +13,8 @@ inline Tensor split_heads(const Tensor& m, int64_t heads, int64_t dim) {
 }
 
 // Rows [begin, begin + n) of a tensor whose dimension 0 is tokens.
-inline Tensor rows(const Tensor& t, int64_t begin, int64_t n) { return t.slice(0, begin, n); }
+inline Tensor rows(const Tensor& t, int64_t begin, int64_t n) {
+  return t.slice(0, begin, n);
+}
 
 }  // namespace keel::models

@@ -7,13 +7,18 @@ namespace keel::ref {
 
 double activation(ops::Activation f, double x) {
   switch (f) {
-    case ops::Activation::silu: return x / (1.0 + std::exp(-x));
-    case ops::Activation::sigmoid: return 1.0 / (1.0 + std::exp(-x));
-    case ops::Activation::relu2: return x > 0 ? x * x : 0.0;
-    case ops::Activation::gelu_erf: return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+    case ops::Activation::silu:
+      return x / (1.0 + std::exp(-x));
+    case ops::Activation::sigmoid:
+      return 1.0 / (1.0 + std::exp(-x));
+    case ops::Activation::relu2:
+      return x > 0 ? x * x : 0.0;
+    case ops::Activation::gelu_erf:
+      return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
     case ops::Activation::gelu_tanh:
       return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
-    case ops::Activation::softplus: return x > 20.0 ? x : std::log1p(std::exp(x));
+    case ops::Activation::softplus:
+      return x > 20.0 ? x : std::log1p(std::exp(x));
   }
   return 0;
 }

@@ -1,8 +1,8 @@
-// Helpers for tests that compare keel's Jinja engine with Python's jinja2 (the scripts in this folder), run at
-// test time with Debian's /usr/bin/python3 (python3-jinja2). Expected outputs are never stored in the tests.
+// Helpers for tests that compare keel's Jinja engine with Python's jinja2 (the scripts in this folder), run
+// at test time with Debian's /usr/bin/python3 (python3-jinja2). Expected outputs are never stored in the
+// tests.
 #pragma once
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <cstdio>
@@ -18,8 +18,12 @@
 namespace keel::chat::test_oracle {
 
 inline const char* kPython = "/usr/bin/python3";
-inline std::string oracle_dir() { return std::string(KEEL_SOURCE_DIR) + "/tests/chat/oracle"; }
-inline std::string fixtures_dir() { return std::string(KEEL_SHARED_DIR) + "/fixtures/chat-templates"; }
+inline std::string oracle_dir() {
+  return std::string(KEEL_SOURCE_DIR) + "/tests/chat/oracle";
+}
+inline std::string fixtures_dir() {
+  return std::string(KEEL_SHARED_DIR) + "/fixtures/chat-templates";
+}
 
 // The clock jinja_oracle.py pins for strftime_now(): Friday 2025-03-07 09:05:02.
 inline std::tm pinned_now() {
