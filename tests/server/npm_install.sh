@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Installs the Node client tests' packages (openai, opencode-ai, pinned in package-lock.json) into
+# Installs the Node client tests' packages (openai, opencode-ai, @anthropic-ai/sdk, @anthropic-ai/claude-code with
+# its native binary; pinned in package-lock.json) into
 # tests/server/node_modules for ctest. Offline-safe: does nothing when the installed tree matches the lockfile.
 set -euo pipefail
 cd "$(dirname "$0")"
 stamp=node_modules/.keel-lockfile
 if [ -f "$stamp" ] && cmp -s package-lock.json "$stamp" && [ -x node_modules/.bin/opencode ] &&
-   [ -f node_modules/openai/package.json ]; then
+   [ -f node_modules/openai/package.json ] && [ -x node_modules/.bin/claude ] &&
+   [ -f node_modules/@anthropic-ai/sdk/package.json ]; then
   echo "npm: tests/server/node_modules already matches package-lock.json"
   exit 0
 fi
