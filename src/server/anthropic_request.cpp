@@ -118,7 +118,7 @@ void append_system(const Json& content, const std::string& param, std::vector<st
   }
   if (!content.is_array()) wrong_type(param, "a string or an array of text blocks", content);
   for (size_t j = 0; j < content.size(); ++j) {
-    std::string p = fmt::format("{}[{}]", param, j);
+    std::string p = fmt::format("{}.{}", param, j);
     const std::string& type = block_type(content[j], p);
     if (type != "text") refuse_block(p, type);
     std::string text = block_text(content[j], p);
@@ -135,7 +135,7 @@ std::string tool_result_text(const Json& block, const std::string& param) {
   if (!content->is_array()) wrong_type(param + ".content", "a string or an array of blocks", *content);
   std::string text;
   for (size_t k = 0; k < content->size(); ++k) {
-    std::string p = fmt::format("{}.content[{}]", param, k);
+    std::string p = fmt::format("{}.content.{}", param, k);
     const std::string& type = block_type((*content)[k], p);
     if (type != "text") refuse_block(p, type);
     if (k > 0) text += '\n';
@@ -162,7 +162,7 @@ class MessageBuilder {
       have_text = false;
     };
     for (size_t j = 0; j < content->size(); ++j) {
-      std::string b = fmt::format("{}.content[{}]", p, j);
+      std::string b = fmt::format("{}.content.{}", p, j);
       const Json& block = (*content)[j];
       const std::string& type = block_type(block, b);
       if (type == "text") {
@@ -202,7 +202,7 @@ class MessageBuilder {
     std::string text, reasoning;
     Json calls = Json::array();
     for (size_t j = 0; j < content->size(); ++j) {
-      std::string b = fmt::format("{}.content[{}]", p, j);
+      std::string b = fmt::format("{}.content.{}", p, j);
       const Json& block = (*content)[j];
       const std::string& type = block_type(block, b);
       if (type == "text") {

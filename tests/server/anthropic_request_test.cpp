@@ -1,9 +1,10 @@
-// Anthropic Messages request bodies → the template's messages, one field at a time: what is accepted and mapped
-// (system string or blocks, role "system" messages folded in, text / thinking / tool_use / tool_result blocks,
-// tools' input_schema, tool_choice auto / none, thinking → enable_thinking, sampling, stop_sequences), what is
-// ignored (the billing-header block, redacted_thinking, metadata, context_management, output_config,
-// cache_control), and what is refused with a 400 naming the field (image / document blocks, server tools,
-// tool_choice any / tool, out-of-range numbers, wrong types). The expected values are written out by hand.
+// Anthropic Messages request bodies → the template's messages, one field at a time: what is accepted and
+// mapped (system string or blocks, role "system" messages folded in, text / thinking / tool_use / tool_result
+// blocks, tools' input_schema, tool_choice auto / none, thinking → enable_thinking, sampling,
+// stop_sequences), what is ignored (the billing-header block, redacted_thinking, metadata,
+// context_management, output_config, cache_control), and what is refused with a 400 naming the field (image /
+// document blocks, server tools, tool_choice any / tool, out-of-range numbers, wrong types). The expected
+// values are written out by hand.
 #include "server/anthropic_request.h"
 
 #include <gtest/gtest.h>
@@ -72,14 +73,15 @@ TEST(AnthropicRequest, AssistantBlocksAndToolResultsMapToTheTemplatesMessages) {
     {"role": "assistant", "content": "Let me look.", "reasoning_content": "I should call it.",
      "tool_calls": [{"id": "toolu_1", "type": "function",
                      "function": {"name": "get_weather", "arguments": "{\"city\":\"Paris\",\"days\":3}"}}]},
-    {"role": "tool", "tool_call_id": "toolu_1", "name": "get_weather", "content": "sunny"},
-    {"role": "tool", "tool_call_id": "toolu_1", "name": "get_weather", "content": "a\nb", "is_error": true},
+    {"role": "tool", "tool_call_id": "toolu_1", "content": "sunny", "name": "get_weather"},
+    {"role": "tool", "tool_call_id": "toolu_1", "content": "a\nb", "name": "get_weather", "is_error": true},
     {"role": "user", "content": "thanks"}])");
   EXPECT_EQ(r.chat.messages, want) << r.chat.messages.dump(1);
 }
 
 TEST(AnthropicRequest, ToolsToolChoiceThinkingAndSampling) {
-  AnthropicRequest r = parse(R"({"max_tokens": 5, "stream": true, "temperature": 0.5, "top_p": 0.9, "top_k": 40,
+  AnthropicRequest r =
+      parse(R"({"max_tokens": 5, "stream": true, "temperature": 0.5, "top_p": 0.9, "top_k": 40,
     "stop_sequences": ["END", ""], "thinking": {"type": "enabled", "budget_tokens": 1024},
     "metadata": {"user_id": "u"}, "context_management": {"edits": []}, "output_config": {"effort": "high"},
     "tools": [{"name": "Bash", "description": "Run a command",
@@ -144,10 +146,11 @@ TEST(AnthropicRequest, RefusalsNameTheField) {
        "messages.0.content.0.input", "invalid_value"},
       {R"({"messages": [{"role": "user", "content": [{"text": "no type"}]}]})", "messages.0.content.0.type",
        "invalid_value"},
-      {R"({"system": [{"type": "image"}], "messages": [{"role": "user", "content": "x"}]})", "system[0].type",
+      {R"({"system": [{"type": "image"}], "messages": [{"role": "user", "content": "x"}]})", "system.0.type",
        "unsupported"},
       {R"({"max_tokens": 0, "messages": [{"role": "user", "content": "x"}]})", "max_tokens", "invalid_value"},
-      {R"({"max_tokens": "5", "messages": [{"role": "user", "content": "x"}]})", "max_tokens", "invalid_value"},
+      {R"({"max_tokens": "5", "messages": [{"role": "user", "content": "x"}]})", "max_tokens",
+       "invalid_value"},
       {R"({"temperature": 1.5, "messages": [{"role": "user", "content": "x"}]})", "temperature",
        "invalid_value"},
       {R"({"top_p": 0, "messages": [{"role": "user", "content": "x"}]})", "top_p", "invalid_value"},
@@ -160,8 +163,8 @@ TEST(AnthropicRequest, RefusalsNameTheField) {
       {R"({"tools": [{"type": "web_search_20250305", "name": "web_search"}],
            "messages": [{"role": "user", "content": "x"}]})",
        "tools.0.type", "unsupported"},
-      {R"({"tools": [{"name": "t"}], "messages": [{"role": "user", "content": "x"}]})", "tools.0.input_schema",
-       "invalid_value"},
+      {R"({"tools": [{"name": "t"}], "messages": [{"role": "user", "content": "x"}]})",
+       "tools.0.input_schema", "invalid_value"},
       {R"({"tools": [{"name": "", "input_schema": {}}], "messages": [{"role": "user", "content": "x"}]})",
        "tools.0.name", "invalid_value"},
       {R"({"tool_choice": {"type": "any"}, "messages": [{"role": "user", "content": "x"}]})",
@@ -179,7 +182,8 @@ TEST(AnthropicRequest, RefusalsNameTheField) {
     EXPECT_EQ(e.status(), 400) << c.body;
     EXPECT_EQ(e.param(), c.param) << c.body << ": " << e.what();
     EXPECT_EQ(e.code(), c.code) << c.body << ": " << e.what();
-    EXPECT_NE(std::string(e.what()).find(c.param == std::string("body") ? "body" : c.param), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find(c.param == std::string("body") ? "body" : c.param),
+              std::string::npos)
         << "the message names the field: " << e.what();
   }
 }

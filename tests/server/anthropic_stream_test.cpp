@@ -1,9 +1,9 @@
 // Anthropic streaming events, checked against the event grammar of the Messages streaming spec at every split
 // of the model's output (two pieces split at each byte, and one byte at a time): message_start first;
-// per block content_block_start, deltas of the block's own kind (text_delta, thinking_delta, input_json_delta),
-// content_block_stop, with indices 0, 1, 2, ... in order; then message_delta and message_stop. The blocks the
-// events build are the ones written out by hand here, and the same as the non-streaming body. Also the stop
-// reasons, usage and the error shape.
+// per block content_block_start, deltas of the block's own kind (text_delta, thinking_delta,
+// input_json_delta), content_block_stop, with indices 0, 1, 2, ... in order; then message_delta and
+// message_stop. The blocks the events build are the ones written out by hand here, and the same as the
+// non-streaming body. Also the stop reasons, usage and the error shape.
 #include <gtest/gtest.h>
 
 #include "chat/parsers/output_parser.h"
@@ -21,10 +21,6 @@ struct Block {
   std::string name;  // tool_use
   bool operator==(const Block&) const = default;
 };
-
-std::ostream& operator<<(std::ostream& os, const Block& b) {
-  return os << "{" << b.type << " '" << b.text << "' " << b.name << "}";
-}
 
 // Checks the grammar (ADD_FAILURE on the first violation) and returns the blocks the events build.
 std::vector<Block> check_events(const std::vector<Json>& ev, const std::string& context) {
@@ -84,7 +80,8 @@ std::vector<Block> check_events(const std::vector<Json>& ev, const std::string& 
     }
   }
   if (open) return fail(i, "a block is still open at message_delta");
-  if (i >= ev.size() || ev[i]["type"] != "message_delta") return fail(i, "message_delta must follow the blocks");
+  if (i >= ev.size() || ev[i]["type"] != "message_delta")
+    return fail(i, "message_delta must follow the blocks");
   if (!ev[i]["delta"]["stop_reason"].is_string() || !ev[i]["usage"]["output_tokens"].is_number())
     return fail(i, "message_delta carries stop_reason and usage");
   if (i + 2 != ev.size() || ev[i + 1]["type"] != "message_stop") return fail(i + 1, "message_stop ends it");
@@ -122,7 +119,8 @@ std::vector<Case> cases() {
       {"two_calls",
        ToolSyntax::hermes_json,
        ReasoningStart::disabled,
-       "<tool_call>\n{\"name\": \"a\", \"arguments\": {\"x\": 1}}\n</tool_call>\n<tool_call>\n{\"name\": \"b\", "
+       "<tool_call>\n{\"name\": \"a\", \"arguments\": {\"x\": 1}}\n</tool_call>\n<tool_call>\n{\"name\": "
+       "\"b\", "
        "\"arguments\": {}}\n</tool_call>",
        {{"tool_use", R"({"x":1})", "a"}, {"tool_use", "{}", "b"}},
        "tool_use"},
@@ -136,12 +134,12 @@ std::vector<Case> cases() {
   };
 }
 
-struct Run {
+struct Output {
   std::vector<Json> events;
   Json body;  // the non-streaming message for the same output
 };
 
-Run run(const Case& c, const std::vector<std::string>& pieces) {
+Output run(const Case& c, const std::vector<std::string>& pieces) {
   chat::ParserOptions o;
   o.tools = c.tools;
   o.reasoning = c.reasoning;
@@ -149,7 +147,7 @@ Run run(const Case& c, const std::vector<std::string>& pieces) {
   chat::OutputParser parser(o);
   AnthropicStream stream("msg_test", "m");
   AnthropicUsage usage{100, 40, 0};
-  Run r;
+  Output r;
   r.events.push_back(stream.message_start(usage));
   r.events.push_back(Json{{"type", "ping"}});  // as during a prefill
   for (const std::string& p : pieces)
@@ -198,9 +196,9 @@ TEST(AnthropicStream, EventGrammarAndBlocksAtEverySplit) {
     for (char ch : s) bytes.emplace_back(1, ch);
     splits.push_back(bytes);
     for (size_t k = 0; k < splits.size(); ++k) {
-      std::string ctx = std::string(c.name) + (k + 1 < splits.size() ? " split at " + std::to_string(k)
-                                                                     : " byte by byte");
-      Run r = run(c, splits[k]);
+      std::string ctx =
+          std::string(c.name) + (k + 1 < splits.size() ? " split at " + std::to_string(k) : " byte by byte");
+      Output r = run(c, splits[k]);
       std::vector<Block> blocks = check_events(r.events, ctx);
       expect_blocks(blocks, c.want, ctx);
       expect_blocks(body_blocks(r.body), c.want, ctx + " (body)");
@@ -227,14 +225,15 @@ TEST(AnthropicStream, StopReasons) {
 }
 
 TEST(AnthropicStream, ErrorShapeAndTypeByStatus) {
-  const std::pair<int, const char*> cases[] = {
-      {400, "invalid_request_error"}, {401, "authentication_error"}, {403, "permission_error"},
-      {404, "not_found_error"},       {413, "request_too_large"},    {429, "rate_limit_error"},
-      {431, "invalid_request_error"}, {500, "api_error"},            {503, "overloaded_error"},
-      {529, "overloaded_error"}};
+  const std::pair<int, const char*> cases[] = {{400, "invalid_request_error"}, {401, "authentication_error"},
+                                               {403, "permission_error"},      {404, "not_found_error"},
+                                               {413, "request_too_large"},     {429, "rate_limit_error"},
+                                               {431, "invalid_request_error"}, {500, "api_error"},
+                                               {503, "overloaded_error"},      {529, "overloaded_error"}};
   for (auto [status, type] : cases) {
     Json j = anthropic_error_json(ApiError(status, "c", "what happened"));
-    EXPECT_EQ(j, Json({{"type", "error"}, {"error", {{"type", type}, {"message", "what happened"}}}})) << status;
+    EXPECT_EQ(j, Json({{"type", "error"}, {"error", {{"type", type}, {"message", "what happened"}}}}))
+        << status;
   }
   ApiError e = prompt_too_long(5000, 4095);
   EXPECT_STREQ(e.what(), "prompt is too long: 5000 tokens > 4095 maximum");
