@@ -223,3 +223,34 @@ TEST(HttpAnthropic, ErrorsInAnthropicsShape) {
            key),
       400, "invalid_request_error", "image");
 }
+
+TEST(HttpAnthropic, OutOfMemoryBefore503OverloadedAfterHeadersAnErrorEvent) {
+  InProcessServer srv;
+  srv.model().fail_from = 0;  // every step fails: bounded retries, then 503 before any header
+  Json body = {{"max_tokens", 4}, {"messages", Json::array({user("hi")})}};
+  auto r = srv.client().Post("/v1/messages", body.dump(), "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 503) << r->body;
+  EXPECT_EQ(Json::parse(r->body)["error"]["type"], "overloaded_error") << r->body;
+  EXPECT_TRUE(r->has_header("Retry-After"));
+
+  // After the headers: one error event, then the stream ends (no message_delta, no message_stop).
+  srv.model().fail_from = -1;
+  body["max_tokens"] = 1000;
+  body["stream"] = true;
+  RawHttp c(srv.port());
+  c.send("POST", "/v1/messages", body.dump());
+  ASSERT_TRUE(c.read_headers());
+  EXPECT_EQ(c.status, 200);
+  srv.model().fail_from = srv.model().calls.load();
+  std::string all = c.read_body();
+  EXPECT_TRUE(c.body_done()) << "the stream ended properly, not a dropped connection";
+  std::vector<Json> ev = events_of(all);
+  ASSERT_GE(ev.size(), 2u) << all;
+  EXPECT_EQ(ev.front()["type"], "message_start");
+  EXPECT_EQ(ev.back()["type"], "error") << all;
+  EXPECT_EQ(ev.back()["error"]["type"], "overloaded_error") << all;
+  for (const Json& e : ev) EXPECT_NE(e["type"], "message_stop");
+  srv.model().fail_from = -1;
+  EXPECT_TRUE(srv.wait_idle());
+}
