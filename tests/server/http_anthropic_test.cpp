@@ -183,6 +183,7 @@ TEST(HttpAnthropic, GenerationToTheContextsEndIsModelContextWindowExceeded) {
 TEST(HttpAnthropic, ErrorsInAnthropicsShape) {
   HarnessOptions o;
   o.server.api_key = "sekret";
+  o.server.max_body_bytes = size_t{32} << 10;
   InProcessServer srv(o);
   Json body = {{"max_tokens", 2}, {"messages", Json::array({user("hi")})}};
   auto expect_error = [](const Reply& r, int status, const char* type, const std::string& what) {
@@ -198,6 +199,9 @@ TEST(HttpAnthropic, ErrorsInAnthropicsShape) {
   EXPECT_EQ(post(srv, "/v1/messages", body, {{"Authorization", "Bearer sekret"}}).status, 200);
   const httplib::Headers key = {{"x-api-key", "sekret"}};
   expect_error(post(srv, "/v1/messages/batches", body, key), 404, "not_found_error", "unknown path");
+  expect_error(
+      post(srv, "/v1/messages", Json{{"messages", Json::array({user(std::string(40000, 'x'))})}}, key), 413,
+      "request_too_large", "body over the limit");
   // The OpenAI endpoints keep their own shape.
   Reply openai = post(srv, "/v1/chat/completions", Json{{"messages", 3}}, key);
   EXPECT_EQ(openai.status, 400);

@@ -12,4 +12,10 @@ if [ -f "$stamp" ] && cmp -s package-lock.json "$stamp" && [ -x node_modules/.bi
   exit 0
 fi
 npm install --no-audit --no-fund  # (npm ci refuses lockfiles without the other platforms' optional binaries)
+# Claude Code's postinstall copies its native binary (from the platform's optional package) over the
+# bin/claude.exe stub; an npm that holds install scripts back leaves the stub, so run it then.
+claude_exe=node_modules/@anthropic-ai/claude-code/bin/claude.exe
+if [ -f "$claude_exe" ] && [ "$(wc -c < "$claude_exe")" -lt 1000000 ]; then
+  node node_modules/@anthropic-ai/claude-code/install.cjs
+fi
 cp package-lock.json "$stamp"
