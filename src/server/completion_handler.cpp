@@ -310,8 +310,6 @@ class Responder {
   bool recorded_ = false;
 };
 
-using ErrorSender = void (*)(httplib::Response&, const ApiError&);
-
 // Submits the prepared request and waits, before any header, until it holds a slot and its first step ran
 // (or it failed: 503 / 400 as real status codes). Returns what was heard, or nullopt when the response is
 // already decided (an error sent, or the client gone).

@@ -29,6 +29,7 @@ bool is_anthropic_path(const std::string& path);
 
 // An error response: the status, the OpenAI error body, Retry-After when the error has one.
 void send_error(httplib::Response& res, const ApiError& error);
+using ErrorSender = void (*)(httplib::Response&, const ApiError&);  // send_error or send_anthropic_error
 // The same in Anthropic's shape ({"type": "error", "error": {...}}).
 void send_anthropic_error(httplib::Response& res, const ApiError& error);
 

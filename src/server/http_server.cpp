@@ -42,8 +42,6 @@ const char* outcome_of(const ApiError& e) {
   return e.code().empty() ? "error" : e.code().c_str();
 }
 
-using ErrorSender = void (*)(httplib::Response&, const ApiError&);
-
 // An error in the dialect of the request's path.
 void send_error_for(const httplib::Request& req, httplib::Response& res, const ApiError& e) {
   if (is_anthropic_path(req.path))

@@ -38,7 +38,8 @@ TEST(AnthropicRequest, SystemBlocksAndSystemMessagesBecomeOneSystemMessage) {
                {"type": "text", "text": "You are Claude Code.", "cache_control": {"type": "ephemeral"}},
                {"type": "text", "text": "Be brief."}],
     "messages": [{"role": "system", "content": "Environment: linux"},
-                 {"role": "user", "content": [{"type": "text", "text": "hi", "cache_control": {"type": "ephemeral"}}]}]
+                 {"role": "user", "content": [{"type": "text", "text": "hi",
+                                               "cache_control": {"type": "ephemeral"}}]}]
   })");
   EXPECT_EQ(r.model, "claude-sonnet-4-5");
   EXPECT_EQ(r.chat.model, "");  // any name is served
