@@ -6,6 +6,9 @@
 //     reports cache_read_input_tokens > 0 and prefills only the new part.
 //   - bash parrot: the model calls Claude Code's Bash tool; Claude Code runs it (the file appears) and sends the
 //     tool_result back under the tool_use's id.
+//   - the bundled model at --ctx-size 4096, smaller than Claude Code's first prompt: keel's 400 "prompt is too
+//     long: N tokens > 4095 maximum" is recognised by Claude Code, which reports its own "Prompt is too long"
+//     with keel's limit (not a generic API error).
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
@@ -76,7 +79,7 @@ const messagesOf = (records) => records.filter((r) => r.path.startsWith("/v1/mes
                                                       !r.path.startsWith("/v1/messages/count_tokens"));
 const agentTurns = (records) => messagesOf(records).filter((r) => (r.json?.tools ?? []).length > 0);
 
-let textKeel, bashKeel, textProxy, bashProxy, expectText;
+let textKeel, bashKeel, smallKeel, textProxy, bashProxy, expectText;
 
 before(async () => {
   const textDir = parrotModel("text");
@@ -84,6 +87,7 @@ before(async () => {
   const args = ["--ctx-size", "65536", "--alias", "parrot", "--api-key", apiKey];
   textKeel = await startKeel(["--model", textDir, ...args]);
   bashKeel = await startKeel(["--model", parrotModel("bash"), ...args]);
+  smallKeel = await startKeel(["--ctx-size", "4096", "--api-key", apiKey]);  // the bundled model
   textProxy = await recordingProxy(textKeel);
   bashProxy = await recordingProxy(bashKeel);
 });
@@ -93,6 +97,7 @@ after(async () => {
   bashProxy?.close();
   assert.equal(await textKeel?.stop(), 0);
   assert.equal(await bashKeel?.stop(), 0);
+  assert.equal(await smallKeel?.stop(), 0);
 });
 
 test("claude -p completes a turn, and the next turn of the session hits the prompt cache", async () => {
@@ -171,4 +176,15 @@ test("a tool call from the model makes Claude Code run the tool and send the too
   // And that turn hit the cache too.
   const usage = events(answer)[0].message.usage;
   assert.ok(usage.cache_read_input_tokens > 0, JSON.stringify(usage));
+});
+
+test("a prompt longer than the context is the error Claude Code recognises", async () => {
+  const where = { ...newHome("small"), port: smallKeel.port };
+  const run = await claude(["Say hello"], where);
+  fs.rmSync(where.home, { recursive: true, force: true });
+  assert.notEqual(run.code, 0);
+  // Claude Code parsed keel's message: its own wording, with the limit keel gave.
+  assert.match(run.out + run.err, /Prompt is too long/, `${run.out}\n${run.err}`);
+  assert.match(run.out + run.err, /limit 4095/, `${run.out}\n${run.err}`);
+  assert.doesNotMatch(run.out + run.err, /API Error/);
 });
