@@ -19,6 +19,7 @@ is written with the struct module.
 Usage: make_parrot_model.py OUT_DIR [--mode tool|text]
   tool: <think>…</think> reasoning, then a Hermes <tool_call> for get_weather, then <|im_end|>.
   text: one sentence of content, then <|im_end|> (for agent clients such as OpenCode: the turn ends at once).
+  bash: a Hermes <tool_call> for Claude Code's Bash tool (echo parrot-was-here > parrot.txt), then <|im_end|>.
 """
 import argparse
 import json
@@ -59,6 +60,9 @@ CHAT_TEMPLATE = (
 REASONING = "The user asks for the weather in Paris, so I call get_weather."
 CALL = {"name": "get_weather", "arguments": {"city": "Paris", "days": 3}}
 TEXT = "Hello from the parrot model. This turn is complete."
+# Claude Code's shell tool: running it leaves a file the test can see.
+BASH_CALL = {"name": "Bash", "arguments": {"command": "echo parrot-was-here > parrot.txt",
+                                           "description": "Write parrot.txt"}}
 
 
 def chains(mode):
@@ -66,6 +70,9 @@ def chains(mode):
     if mode == "tool":
         pieces = ["<think>\n", REASONING, "\n</think>\n\n", "<tool_call>\n", json.dumps(CALL), "\n</tool_call>"]
         expect = {"reasoning_content": REASONING, "content": None, "tool_calls": [CALL], "finish_reason": "tool_calls"}
+    elif mode == "bash":
+        pieces = ["<tool_call>\n", json.dumps(BASH_CALL), "\n</tool_call>"]
+        expect = {"reasoning_content": None, "content": None, "tool_calls": [BASH_CALL], "finish_reason": "tool_calls"}
     else:
         pieces = [TEXT]
         expect = {"reasoning_content": None, "content": TEXT, "tool_calls": [], "finish_reason": "stop"}
@@ -101,7 +108,7 @@ def write_safetensors(path, tensors):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out")
-    ap.add_argument("--mode", choices=["tool", "text"], default="tool")
+    ap.add_argument("--mode", choices=["tool", "text", "bash"], default="tool")
     ap.add_argument("--base", default=os.path.join(os.path.dirname(__file__), "..", "models", "keel-brown-nemotron-h-8m"))
     args = ap.parse_args()
 

@@ -1,7 +1,10 @@
-// POST /v1/chat/completions and /v1/completions: validate, prepare, admit before any header (400/503 are real
-// status codes), then stream (SSE) or answer (a chunked JSON body with leading-whitespace keep-alives). After
-// the headers a failure is an error event (or an error body), never a dropped connection or an empty 200; a
-// client that goes away cancels its request at once. Internal to keel_server (it includes httplib.h).
+// The generation endpoints, in two dialects over one request life: POST /v1/chat/completions and
+// /v1/completions (OpenAI), POST /v1/messages and /v1/messages/count_tokens (Anthropic). Each request is
+// validated, prepared, admitted before any header (400/503 are real status codes), then streamed (SSE) or
+// answered (a chunked JSON body with leading-whitespace keep-alives). After the headers a failure is an error
+// event (or an error body), never a dropped connection or an empty 200; a client that goes away cancels its
+// request at once. What differs between dialects is only the bytes: a ResponseWriter. Internal to
+// keel_server (it includes httplib.h).
 #pragma once
 #include <httplib.h>
 
@@ -18,8 +21,16 @@ struct HandlerEnv {
 
 void handle_chat_completions(const httplib::Request& req, httplib::Response& res, const HandlerEnv& env);
 void handle_completions(const httplib::Request& req, httplib::Response& res, const HandlerEnv& env);
+void handle_messages(const httplib::Request& req, httplib::Response& res, const HandlerEnv& env);
+void handle_count_tokens(const httplib::Request& req, httplib::Response& res, const HandlerEnv& env);
+
+// The error dialect of a path: Anthropic's shape under /v1/messages, OpenAI's elsewhere.
+bool is_anthropic_path(const std::string& path);
 
 // An error response: the status, the OpenAI error body, Retry-After when the error has one.
 void send_error(httplib::Response& res, const ApiError& error);
+using ErrorSender = void (*)(httplib::Response&, const ApiError&);  // send_error or send_anthropic_error
+// The same in Anthropic's shape ({"type": "error", "error": {...}}).
+void send_anthropic_error(httplib::Response& res, const ApiError& error);
 
 }  // namespace keel::server

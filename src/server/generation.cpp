@@ -87,6 +87,7 @@ void GenerationSink::on_finish(FinishReason reason, const Error* error) {
   finished_at_ = Clock::now();
   pending_.finished = true;
   pending_.reason = reason;
+  pending_.stop_sequence = stop_.matched_stop();
   if (error) {
     pending_.reason = FinishReason::error;
     pending_.error = *error;
@@ -110,6 +111,7 @@ GenerationSink::Update GenerationSink::wait(Clock::time_point deadline) {
   pending_.prefill_total = out.prefill_total;
   pending_.queue_position = out.queue_position;
   pending_.error = out.error;
+  pending_.stop_sequence = out.stop_sequence;
   dirty_ = false;
   return out;
 }

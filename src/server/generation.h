@@ -46,6 +46,7 @@ class GenerationSink final : public RequestSink {
     bool finished = false;
     FinishReason reason = FinishReason::stop;
     std::optional<Error> error;  // reason == error
+    std::string stop_sequence;   // finished: the stop string that ended the output, if one did
   };
 
   // Blocks until something is new or `deadline` passes; returns (and clears) what is new.

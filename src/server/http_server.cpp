@@ -42,6 +42,71 @@ const char* outcome_of(const ApiError& e) {
   return e.code().empty() ? "error" : e.code().c_str();
 }
 
+// An error in the dialect of the request's path.
+void send_error_for(const httplib::Request& req, httplib::Response& res, const ApiError& e) {
+  if (is_anthropic_path(req.path))
+    send_anthropic_error(res, e);
+  else
+    send_error(res, e);
+}
+
+// The key a client sent: "Authorization: Bearer <key>" (OpenAI clients, Claude Code's ANTHROPIC_AUTH_TOKEN)
+// or "x-api-key: <key>" (Anthropic clients, ANTHROPIC_API_KEY).
+std::string given_api_key(const httplib::Request& req) {
+  std::string auth = req.get_header_value("Authorization");
+  if (auth.size() > 7 && (auth.compare(0, 7, "Bearer ") == 0 || auth.compare(0, 7, "bearer ") == 0))
+    return auth.substr(7);
+  return req.get_header_value("X-Api-Key");
+}
+
+void serve_models(const httplib::Request&, httplib::Response& res, const ModelContext& m) {
+  int64_t limit = m.engine->model().context_limit();
+  Json entry = {
+      {"id", m.model_id},
+      {"object", "model"},
+      {"created", 0},
+      {"owned_by", "keel"},
+      {"context_length", m.context_tokens},
+      {"max_model_len", m.context_tokens},
+      {"meta",
+       {{"n_ctx", m.context_tokens}, {"n_ctx_train", limit}, {"n_vocab", m.engine->model().vocab_size()}}}};
+  send_json(res, Json{{"object", "list"}, {"data", Json::array({entry})}});
+}
+
+void serve_tokenize(const httplib::Request& req, httplib::Response& res, const ModelContext& m) {
+  Json body = parse_json_body(req.body);
+  if (!body.is_object() || !body.contains("content") || !body["content"].is_string())
+    throw_invalid("content", "'content' must be a string");
+  bool add_special = body.value("add_special", false);
+  bool with_pieces = body.value("with_pieces", false);
+  std::vector<int32_t> ids = m.tokenizer->encode(body["content"].get<std::string>(),
+                                                 {.allow_special = true, .add_special_tokens = add_special});
+  Json tokens = Json::array();
+  for (int32_t id : ids) {
+    if (!with_pieces) {
+      tokens.push_back(id);
+      continue;
+    }
+    std::vector<int32_t> one{id};
+    tokens.push_back(Json{{"id", id}, {"piece", m.tokenizer->decode(one)}});
+  }
+  send_json(res, Json{{"tokens", std::move(tokens)}});
+}
+
+void serve_detokenize(const httplib::Request& req, httplib::Response& res, const ModelContext& m) {
+  Json body = parse_json_body(req.body);
+  if (!body.is_object() || !body.contains("tokens") || !body["tokens"].is_array())
+    throw_invalid("tokens", "'tokens' must be an array of token ids");
+  std::vector<int32_t> ids;
+  for (size_t i = 0; i < body["tokens"].size(); ++i) {
+    const Json& id = body["tokens"][i];
+    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX)
+      throw_invalid(fmt::format("tokens[{}]", i), "'tokens[{}]' must be a token id", i);
+    ids.push_back(id.get<int32_t>());
+  }
+  send_json(res, Json{{"content", m.tokenizer->decode(ids)}});
+}
+
 }  // namespace
 
 struct HttpServer::Impl {
@@ -62,6 +127,14 @@ void HttpServer::set_model(const ModelContext* ctx) {
 void HttpServer::start() {
   // A client that closes its socket mid-write must cost one request, not the process.
   std::signal(SIGPIPE, SIG_IGN);
+  configure_transport();
+  install_guards();
+  install_api_routes();
+  install_service_routes();
+  bind_and_listen();
+}
+
+void HttpServer::configure_transport() {
   httplib::Server& http = impl_->http;
   const int threads = http_worker_threads(options_.parallel);
   http.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
@@ -72,29 +145,31 @@ void HttpServer::start() {
   http.set_keep_alive_timeout(5);
   http.set_keep_alive_max_count(1000);
   http.set_tcp_nodelay(true);  // stream chunks leave at once
+}
 
+void HttpServer::install_guards() {
+  httplib::Server& http = impl_->http;
   http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     size_t header_bytes = 0;
     for (const auto& [k, v] : req.headers) header_bytes += k.size() + v.size() + 4;
     if (header_bytes > options_.max_header_bytes) {
-      send_error(res, ApiError(431, "headers_too_large",
-                               fmt::format("request headers take {} bytes; the limit is {}", header_bytes,
-                                           options_.max_header_bytes)));
+      send_error_for(req, res,
+                     ApiError(431, "headers_too_large",
+                              fmt::format("request headers take {} bytes; the limit is {}", header_bytes,
+                                          options_.max_header_bytes)));
       return httplib::Server::HandlerResponse::Handled;
     }
     if (options_.api_key.empty() || req.path == "/health" || req.path == "/v1/health")
       return httplib::Server::HandlerResponse::Unhandled;
-    std::string given;
-    std::string auth = req.get_header_value("Authorization");
-    if (auth.size() > 7 && (auth.compare(0, 7, "Bearer ") == 0 || auth.compare(0, 7, "bearer ") == 0))
-      given = auth.substr(7);
-    else
-      given = req.get_header_value("X-Api-Key");
+    std::string given = given_api_key(req);
     if (!constant_time_equal(given, options_.api_key)) {
       metrics_.count_request("auth", "unauthorized");
-      send_error(res, ApiError(401, "invalid_api_key",
-                               given.empty() ? "an API key is required: send Authorization: Bearer <key>"
-                                             : "the API key is not valid"));
+      send_error_for(
+          req, res,
+          ApiError(401, "invalid_api_key",
+                   given.empty()
+                       ? "an API key is required: send Authorization: Bearer <key> or x-api-key: <key>"
+                       : "the API key is not valid"));
       return httplib::Server::HandlerResponse::Handled;
     }
     return httplib::Server::HandlerResponse::Unhandled;
@@ -103,109 +178,78 @@ void HttpServer::start() {
   http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
     if (res.status == 404)
-      send_error(res, ApiError(404, "not_found", fmt::format("no endpoint {} {}", req.method, req.path)));
+      send_error_for(req, res,
+                     ApiError(404, "not_found", fmt::format("no endpoint {} {}", req.method, req.path)));
     else if (res.status == 413)
-      send_error(res, ApiError(413, "body_too_large", "the request body is larger than this server accepts"));
+      send_error_for(req, res,
+                     ApiError(413, "body_too_large", "the request body is larger than this server accepts"));
     else
-      send_error(res, ApiError(res.status, "http_error", fmt::format("HTTP error {}", res.status)));
+      send_error_for(req, res, ApiError(res.status, "http_error", fmt::format("HTTP error {}", res.status)));
   });
 
-  http.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+  http.set_exception_handler([](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
     try {
       std::rethrow_exception(ep);
     } catch (const ApiError& e) {
-      send_error(res, e);
+      send_error_for(req, res, e);
     } catch (const Error& e) {
-      send_error(res, api_error_from(e));
+      send_error_for(req, res, api_error_from(e));
     } catch (const std::exception& e) {
       spdlog::error("request failed: {}", e.what());
-      send_error(res, ApiError(500, "internal_error", e.what()));
+      send_error_for(req, res, ApiError(500, "internal_error", e.what()));
     }
   });
+}
 
-  // The API handlers: each needs the model; ApiError and keel::Error become OpenAI error bodies.
-  auto api = [this](const char* endpoint, auto body) {
-    return [this, endpoint, body](const httplib::Request& req, httplib::Response& res) {
+void HttpServer::install_api_routes() {
+  httplib::Server& http = impl_->http;
+  // Each API handler needs the model; ApiError and keel::Error become error bodies in the endpoint's dialect.
+  auto api = [this](const char* endpoint, ErrorSender send, auto body) {
+    return [this, endpoint, send, body](const httplib::Request& req, httplib::Response& res) {
       const ModelContext* model = model_.load();
+      auto fail = [&](const ApiError& e) {
+        metrics_.count_request(endpoint, outcome_of(e));
+        send(res, e);
+      };
       try {
         if (!model) throw loading_error();
         body(req, res, *model);
       } catch (const ApiError& e) {
-        metrics_.count_request(endpoint, outcome_of(e));
-        send_error(res, e);
+        fail(e);
       } catch (const Error& e) {
-        ApiError a = api_error_from(e);
-        metrics_.count_request(endpoint, outcome_of(a));
-        send_error(res, a);
+        fail(api_error_from(e));
       } catch (const Json::exception& e) {  // a field of the wrong type read by a small endpoint
-        ApiError a(400, "invalid_value",
-                   fmt::format("the request body has a field of the wrong type: {}", e.what()), "body");
-        metrics_.count_request(endpoint, outcome_of(a));
-        send_error(res, a);
+        fail(ApiError(400, "invalid_value",
+                      fmt::format("the request body has a field of the wrong type: {}", e.what()), "body"));
       }
     };
   };
+  auto handler = [this](auto fn) {
+    return [this, fn](const httplib::Request& req, httplib::Response& res, const ModelContext& m) {
+      fn(req, res, HandlerEnv{m, metrics_, options_, stopping_});
+    };
+  };
 
-  auto chat = api("chat", [this](const httplib::Request& req, httplib::Response& res, const ModelContext& m) {
-    handle_chat_completions(req, res, HandlerEnv{m, metrics_, options_, stopping_});
-  });
-  auto completions =
-      api("completions", [this](const httplib::Request& req, httplib::Response& res, const ModelContext& m) {
-        handle_completions(req, res, HandlerEnv{m, metrics_, options_, stopping_});
-      });
-  auto models = api("models", [](const httplib::Request&, httplib::Response& res, const ModelContext& m) {
-    int64_t limit = m.engine->model().context_limit();
-    Json entry = {
-        {"id", m.model_id},
-        {"object", "model"},
-        {"created", 0},
-        {"owned_by", "keel"},
-        {"context_length", m.context_tokens},
-        {"max_model_len", m.context_tokens},
-        {"meta",
-         {{"n_ctx", m.context_tokens}, {"n_ctx_train", limit}, {"n_vocab", m.engine->model().vocab_size()}}}};
-    send_json(res, Json{{"object", "list"}, {"data", Json::array({entry})}});
-  });
-  auto tokenize =
-      api("tokenize", [](const httplib::Request& req, httplib::Response& res, const ModelContext& m) {
-        Json body = parse_json_body(req.body);
-        if (!body.is_object() || !body.contains("content") || !body["content"].is_string())
-          throw_invalid("content", "'content' must be a string");
-        bool add_special = body.value("add_special", false);
-        bool with_pieces = body.value("with_pieces", false);
-        std::vector<int32_t> ids = m.tokenizer->encode(
-            body["content"].get<std::string>(), {.allow_special = true, .add_special_tokens = add_special});
-        Json tokens = Json::array();
-        for (int32_t id : ids) {
-          if (!with_pieces) {
-            tokens.push_back(id);
-            continue;
-          }
-          std::vector<int32_t> one{id};
-          tokens.push_back(Json{{"id", id}, {"piece", m.tokenizer->decode(one)}});
-        }
-        send_json(res, Json{{"tokens", std::move(tokens)}});
-      });
-  auto detokenize =
-      api("detokenize", [](const httplib::Request& req, httplib::Response& res, const ModelContext& m) {
-        Json body = parse_json_body(req.body);
-        if (!body.is_object() || !body.contains("tokens") || !body["tokens"].is_array())
-          throw_invalid("tokens", "'tokens' must be an array of token ids");
-        std::vector<int32_t> ids;
-        for (size_t i = 0; i < body["tokens"].size(); ++i) {
-          const Json& id = body["tokens"][i];
-          if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX)
-            throw_invalid(fmt::format("tokens[{}]", i), "'tokens[{}]' must be a token id", i);
-          ids.push_back(id.get<int32_t>());
-        }
-        send_json(res, Json{{"content", m.tokenizer->decode(ids)}});
-      });
+  auto chat = api("chat", send_error, handler(handle_chat_completions));
+  auto completions = api("completions", send_error, handler(handle_completions));
+  auto messages = api("messages", send_anthropic_error, handler(handle_messages));
+  auto count_tokens = api("count_tokens", send_anthropic_error, handler(handle_count_tokens));
+  auto models = api("models", send_error, serve_models);
+  auto tokenize = api("tokenize", send_error, serve_tokenize);
+  auto detokenize = api("detokenize", send_error, serve_detokenize);
 
   for (const char* path : {"/v1/chat/completions", "/chat/completions"}) http.Post(path, chat);
   for (const char* path : {"/v1/completions", "/completions"}) http.Post(path, completions);
+  // Claude Code appends ?beta=true; the query is not part of the route.
+  http.Post("/v1/messages", messages);
+  http.Post("/v1/messages/count_tokens", count_tokens);
   for (const char* path : {"/v1/models", "/models"}) http.Get(path, models);
   http.Post("/tokenize", tokenize);
   http.Post("/detokenize", detokenize);
+}
+
+void HttpServer::install_service_routes() {
+  httplib::Server& http = impl_->http;
   for (const char* path : {"/health", "/v1/health"}) {
     http.Get(path, [this](const httplib::Request&, httplib::Response& res) {
       if (model_.load())
@@ -224,7 +268,10 @@ void HttpServer::start() {
     if (model) stats = model->engine->stats();
     res.set_content(metrics_.render(stats ? &*stats : nullptr), "text/plain; version=0.0.4; charset=utf-8");
   });
+}
 
+void HttpServer::bind_and_listen() {
+  httplib::Server& http = impl_->http;
   if (options_.port == 0) {
     port_ = http.bind_to_any_port(options_.host);
     if (port_ <= 0) throw_error(ErrorCode::invalid_argument, "cannot listen on {} (any port)", options_.host);

@@ -1,6 +1,7 @@
-// The HTTP transport: cpp-httplib routes for the OpenAI-compatible API, the API key, size limits, and a
-// worker pool sized so long streams never starve new connections. The server listens before the model is
-// loaded: /health answers 503 until set_model(), then 200.
+// The HTTP transport: cpp-httplib routes for the OpenAI-compatible API and the Anthropic Messages API, the
+// API key (Authorization: Bearer or x-api-key), size limits, and a worker pool sized so long streams never
+// starve new connections. The server listens before the model is loaded: /health answers 503 until
+// set_model(), then 200.
 #pragma once
 #include <atomic>
 #include <chrono>
@@ -50,6 +51,13 @@ class HttpServer {
 
  private:
   struct Impl;
+  // The pieces of start(), in order.
+  void configure_transport();
+  void install_guards();  // header size, API key, error bodies (each in its path's dialect)
+  void install_api_routes();
+  void install_service_routes();  // health, metrics
+  void bind_and_listen();
+
   ServerOptions options_;
   ServerMetrics metrics_;
   std::atomic<const ModelContext*> model_{nullptr};

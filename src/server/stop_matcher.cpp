@@ -19,6 +19,7 @@ std::string StopMatcher::feed(std::string_view delta) {
   chat::markers::Found found = chat::markers::find_first(held_, views);
   if (found.pos != chat::markers::npos) {
     matched_ = true;
+    matched_stop_ = std::string(found.marker);
     std::string out = held_.substr(0, found.pos);
     held_.clear();
     return out;

@@ -18,12 +18,15 @@ class StopMatcher {
   // At the end of generation: the text still held back (no stop string can complete any more).
   std::string flush();
   bool matched() const { return matched_; }
+  // The stop string that matched (empty before a match).
+  const std::string& matched_stop() const { return matched_stop_; }
   bool empty() const { return stops_.empty(); }
 
  private:
   std::vector<std::string> stops_;
   std::string held_;
   bool matched_ = false;
+  std::string matched_stop_;
 };
 
 }  // namespace keel::server
