@@ -277,21 +277,34 @@ Json parse_tools(const Json& body) {
   return out.empty() ? Json() : out;
 }
 
-// tool_choice: auto (the default) and none; any and tool would need constrained decoding.
-bool parse_tool_choice(const Json& body, bool have_tools) {
+// tool_choice: auto (the default) and none; any and {type: tool, name} force a call
+// (ChatRequest::force_tool_call), of a tool the request lists.
+void parse_tool_choice(const Json& body, ChatRequest& r) {
+  const bool have_tools = !r.tools.is_null();
+  r.parse_tool_calls = have_tools;
   const Json* choice = field(body, "tool_choice");
-  if (!choice) return have_tools;
+  if (!choice) return;
   if (!choice->is_object()) wrong_type("tool_choice", "an object", *choice);
   std::string type = string_field(*choice, "type", "tool_choice.type", true);
   if (const Json* d = field(*choice, "disable_parallel_tool_use"); d && !d->is_boolean())
     wrong_type("tool_choice.disable_parallel_tool_use", "a boolean", *d);
-  if (type == "auto") return have_tools;
-  if (type == "none") return false;
-  if (type == "any" || type == "tool")
-    unsupported("tool_choice.type",
-                fmt::format("tool_choice.type: '{}' needs constrained decoding, which keel "
-                            "does not have yet; use 'auto' or 'none'",
-                            type));
+  if (type == "auto") return;
+  if (type == "none") {
+    r.parse_tool_calls = false;
+    return;
+  }
+  if (type == "any" || type == "tool") {
+    if (!have_tools) throw_invalid("tool_choice.type", "tool_choice.type: '{}' needs 'tools'", type);
+    r.force_tool_call = true;
+    if (type == "tool") {
+      r.forced_tool = string_field(*choice, "name", "tool_choice.name", true);
+      bool listed = false;
+      for (const Json& t : r.tools) listed = listed || t["function"]["name"] == r.forced_tool;
+      if (!listed)
+        throw_invalid("tool_choice.name", "tool_choice.name: '{}' is not among the tools", r.forced_tool);
+    }
+    return;
+  }
   throw_invalid("tool_choice.type", "tool_choice.type: must be auto, any, tool or none, got '{}'", type);
 }
 
@@ -375,7 +388,7 @@ AnthropicRequest parse_anthropic_request(const Json& body, bool count_tokens) {
   }
   r.chat.messages = builder.take(std::move(system));
   r.chat.tools = parse_tools(body);
-  r.chat.parse_tool_calls = parse_tool_choice(body, !r.chat.tools.is_null());
+  parse_tool_choice(body, r.chat);
   parse_thinking(body, r.chat.template_kwargs);
   if (!count_tokens) r.chat.gen = parse_generation(body);
   return r;

@@ -8,8 +8,9 @@
 //   - content blocks: `text` → content, `thinking` → reasoning_content, `redacted_thinking` → dropped
 //   (opaque),
 //     `tool_use` → tool_calls, `tool_result` → a "tool" message; `image`, `document` and other kinds → 400;
-//   - `tools[].input_schema` → function parameters; `tool_choice` auto / none; any / tool → 400 (they need
-//     constrained decoding); `thinking` → the template's `enable_thinking`;
+//   - `tools[].input_schema` → function parameters; `tool_choice` auto / none; any / tool force a call (the
+//     model's turn begins with the call's opening, ChatRequest::force_tool_call); `thinking` → the template's
+//     `enable_thinking`;
 //   - unknown fields (`metadata`, `context_management`, `output_config`, `cache_control`, ...) are ignored.
 // Errors are ApiError naming the field; the HTTP layer writes them in Anthropic's error shape.
 #pragma once

@@ -109,10 +109,24 @@ PreparedPrompt prepare_chat(const ModelContext& ctx, const ChatRequest& request)
     throw ApiError(400, "invalid_value",
                    fmt::format("the chat template failed on this conversation: {}", e.what()), "messages");
   }
+  // A forced tool call: the model's turn begins with the call's opening, which the parser reads first.
+  std::string forced;
+  if (request.force_tool_call && request.parse_tool_calls) {
+    if (ctx.output_format.tools == chat::ToolSyntax::none)
+      throw ApiError(400, "unsupported",
+                     "tool_choice forces a tool call, but this model's chat template writes no tool-call "
+                     "syntax keel reads",
+                     "tool_choice");
+    const bool inside_reasoning =
+        chat::reasoning_start_from_prompt(ctx.output_format, rendered) == chat::ReasoningStart::open;
+    forced = chat::forced_tool_call_prefix(ctx.output_format.tools, request.forced_tool, inside_reasoning);
+  }
   PreparedPrompt p;
-  p.tokens = encode(ctx, rendered, /*add_special=*/false, "messages");  // the template writes its own BOS
+  // The template writes its own BOS. The forced opening is the model's text, tokenized with the prompt.
+  p.tokens = encode(ctx, rendered + forced, /*add_special=*/false, "messages");
   if (ctx.message_checkpoints) p.message_boundaries = message_boundaries(ctx, in, p.tokens);
-  p.parser = chat::make_parser_options(ctx.output_format, rendered, request.tools, request.parse_tool_calls);
+  p.parser =
+      chat::make_parser_options(ctx.output_format, rendered, request.tools, request.parse_tool_calls, forced);
   p.text = text_options(ctx, request.gen);
   return p;
 }

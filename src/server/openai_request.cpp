@@ -272,27 +272,45 @@ Json parse_tools(const Json& body) {
   return tools->empty() ? Json() : *tools;
 }
 
-// tool_choice: "auto" and "none" are honoured; "required" and a named function need constrained decoding.
-bool parse_tool_choice(const Json& body, bool have_tools) {
+// tool_choice: "auto" and "none"; "required" and {"type": "function", "function": {"name"}} force a call
+// (ChatRequest::force_tool_call), of a tool the request lists.
+void parse_tool_choice(const Json& body, ChatRequest& r) {
+  const bool have_tools = !r.tools.is_null();
+  r.parse_tool_calls = have_tools;
   const Json* choice = field(body, "tool_choice");
-  if (!choice) return have_tools;
+  if (!choice) return;
   if (choice->is_string()) {
     const std::string& c = choice->get_ref<const std::string&>();
-    if (c == "auto") return have_tools;
-    if (c == "none") return false;
-    if (c == "required")
-      throw ApiError(400, "unsupported",
-                     "tool_choice \"required\" needs constrained decoding, which keel does not have yet; "
-                     "use \"auto\" or \"none\"",
-                     "tool_choice");
+    if (c == "auto") return;
+    if (c == "none") {
+      r.parse_tool_calls = false;
+      return;
+    }
+    if (c == "required") {
+      if (!have_tools) throw_invalid("tool_choice", "tool_choice \"required\" needs 'tools'");
+      r.force_tool_call = true;
+      return;
+    }
     throw_invalid("tool_choice",
                   "'tool_choice' must be \"auto\", \"none\", \"required\" or a function, got '{}'", c);
   }
-  if (choice->is_object())
-    throw ApiError(400, "unsupported",
-                   "tool_choice naming a function needs constrained decoding, which keel does not have yet; "
-                   "use \"auto\" or \"none\"",
-                   "tool_choice");
+  if (choice->is_object()) {
+    const Json* fn = field(*choice, "function");
+    const Json* name = fn && fn->is_object() ? field(*fn, "name") : nullptr;
+    if (!name || !name->is_string())
+      throw_invalid("tool_choice.function.name",
+                    "tool_choice: {{\"type\": \"function\", \"function\": "
+                    "{{\"name\": ...}}}} needs the function's name");
+    const std::string& n = name->get_ref<const std::string&>();
+    bool listed = false;
+    if (have_tools)
+      for (const Json& t : r.tools) listed = listed || t["function"]["name"] == n;
+    if (!listed)
+      throw_invalid("tool_choice.function.name", "tool_choice names '{}', which is not among the tools", n);
+    r.force_tool_call = true;
+    r.forced_tool = n;
+    return;
+  }
   wrong_type("tool_choice", "a string or an object", *choice);
 }
 
@@ -355,7 +373,7 @@ ChatRequest parse_chat_request(const Json& body) {
   check_n(body);
   r.messages = parse_messages(body);
   r.tools = parse_tools(body);
-  r.parse_tool_calls = parse_tool_choice(body, !r.tools.is_null());
+  parse_tool_choice(body, r);
   bool_field(body, "parallel_tool_calls");  // accepted (type-checked): the parsers return every call written
   check_response_format(body);
   if (const Json* kw = field(body, "chat_template_kwargs")) {

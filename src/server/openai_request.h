@@ -1,8 +1,9 @@
 // OpenAI request bodies → validated, typed requests. Every malformed field is a 400 ApiError whose `param`
 // names it ("messages[1].content[0].type", "temperature"); features keel does not have (n > 1, tool_choice
-// "required" or a named function, response_format json_object/json_schema: they need constrained decoding)
-// are a clear 400, never silently ignored. Unknown fields are ignored, as OpenAI-compatible servers do
-// (clients send `user`, `store`, `metadata`, ...). No model, tokenizer or HTTP here.
+// response_format json_object/json_schema: it needs constrained decoding) are a clear 400, never silently
+// ignored; tool_choice "required" and a named function begin the model's turn with a tool call. Unknown
+// fields are ignored, as OpenAI-compatible servers do (clients send `user`, `store`, `metadata`, ...). No
+// model, tokenizer or HTTP here.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -37,8 +38,12 @@ struct ChatRequest {
   std::string model;  // empty when not given
   // The messages as the template sees them: `content` made a string (text parts joined) or null.
   Json messages = Json::array();
-  Json tools;                             // the request's tools array, or null when none were given
-  bool parse_tool_calls = false;          // tools given and tool_choice is "auto"
+  Json tools;                     // the request's tools array, or null when none were given
+  bool parse_tool_calls = false;  // tools given and tool_choice is not "none"
+  // tool_choice "required" / a named function (Anthropic: "any" / "tool"): the model's turn begins with a
+  // tool call's opening (chat::forced_tool_call_prefix); `forced_tool` names the tool, empty for any of them.
+  bool force_tool_call = false;
+  std::string forced_tool;
   Json template_kwargs = Json::object();  // chat_template_kwargs
   GenerationOptions gen;
 };

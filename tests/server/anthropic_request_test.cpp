@@ -120,6 +120,25 @@ TEST(AnthropicRequest, ToolsToolChoiceThinkingAndSampling) {
   EXPECT_FALSE(count.chat.gen.max_tokens.has_value());
 }
 
+TEST(AnthropicRequest, ToolChoiceAnyAndToolForceACall) {
+  const std::string tools =
+      R"("tools": [{"name": "t", "input_schema": {}}, {"name": "u", "input_schema": {}}],
+      "messages": [{"role": "user", "content": "x"}])";
+  AnthropicRequest any =
+      parse_anthropic_request(Json::parse("{" + tools + R"(, "tool_choice": {"type": "any"}})"));
+  EXPECT_TRUE(any.chat.parse_tool_calls);
+  EXPECT_TRUE(any.chat.force_tool_call);
+  EXPECT_EQ(any.chat.forced_tool, "");
+  AnthropicRequest named = parse_anthropic_request(
+      Json::parse("{" + tools + R"(, "tool_choice": {"type": "tool", "name": "u"}})"));
+  EXPECT_TRUE(named.chat.force_tool_call);
+  EXPECT_EQ(named.chat.forced_tool, "u");
+  AnthropicRequest none =
+      parse_anthropic_request(Json::parse("{" + tools + R"(, "tool_choice": {"type": "none"}})"));
+  EXPECT_FALSE(none.chat.parse_tool_calls);
+  EXPECT_FALSE(none.chat.force_tool_call);
+}
+
 TEST(AnthropicRequest, RefusalsNameTheField) {
   struct Case {
     const char* body;
@@ -169,9 +188,13 @@ TEST(AnthropicRequest, RefusalsNameTheField) {
       {R"({"tools": [{"name": "", "input_schema": {}}], "messages": [{"role": "user", "content": "x"}]})",
        "tools.0.name", "invalid_value"},
       {R"({"tool_choice": {"type": "any"}, "messages": [{"role": "user", "content": "x"}]})",
-       "tool_choice.type", "unsupported"},
-      {R"({"tool_choice": {"type": "tool", "name": "t"}, "messages": [{"role": "user", "content": "x"}]})",
-       "tool_choice.type", "unsupported"},
+       "tool_choice.type", "invalid_value"},  // no tools to call
+      {R"({"tools": [{"name": "t", "input_schema": {}}], "tool_choice": {"type": "tool", "name": "u"},
+           "messages": [{"role": "user", "content": "x"}]})",
+       "tool_choice.name", "invalid_value"},
+      {R"({"tools": [{"name": "t", "input_schema": {}}], "tool_choice": {"type": "tool"},
+           "messages": [{"role": "user", "content": "x"}]})",
+       "tool_choice.name", "invalid_value"},
       {R"({"tool_choice": "auto", "messages": [{"role": "user", "content": "x"}]})", "tool_choice",
        "invalid_value"},
       {R"({"thinking": {"type": "sometimes"}, "messages": [{"role": "user", "content": "x"}]})",

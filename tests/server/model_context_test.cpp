@@ -31,7 +31,7 @@ struct Fixture {
     ctx.tokenizer = &*tok;
     ctx.chat_template = &*tmpl;
     ctx.output_format = chat::detect_output_format(source);
-    ctx.model_id = "m";
+    ctx.model_id.assign(1, 'm');  // (not = "m": GCC 12 raises a false -Wrestrict there)
     ctx.message_checkpoints = true;  // as for a hybrid model
   }
   ChatRequest request(const char* json) { return parse_chat_request(Json::parse(json)); }
@@ -79,6 +79,72 @@ TEST(PrepareChat, ToolsAndToolChoice) {
   PreparedPrompt q = prepare_chat(f.ctx, none);
   EXPECT_EQ(q.parser->tools, chat::ToolSyntax::none);
   EXPECT_NE(f.prompt_text(q).find("get_weather"), std::string::npos) << "the template still sees the tools";
+}
+
+// A forced tool call (tool_choice "required" / named; Anthropic any / tool): the prompt ends with the call's
+// opening as the model writes it, and the parser reads it first, so the model's continuation completes a
+// call. Oracle: the templates' own tool-call syntax (their source writes these openings) and the parser's
+// rules.
+TEST(PrepareChat, ForcedToolCallBeginsTheModelsTurn) {
+  const std::string tools = R"("tools": [{"type": "function", "function": {"name": "get_weather",
+      "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}])";
+  auto forced = [&](Fixture& f, const std::string& choice) {
+    std::string body = R"({"messages": [{"role": "user", "content": "weather?"}], )";
+    body.append(tools).append(R"(, "tool_choice": )").append(choice).append("}");
+    return prepare_chat(f.ctx, f.request(body.c_str()));
+  };
+  auto run = [](const PreparedPrompt& p, std::string_view continuation) {
+    chat::ParserOptions o = *p.parser;
+    o.id_seed = 1;
+    chat::OutputParser parser(std::move(o));
+    parser.feed(continuation);
+    parser.finish();
+    return parser.message();
+  };
+  {  // Qwen3-Coder (XML calls), named: "<tool_call>\n<function=get_weather>\n" ends the prompt.
+    Fixture f("Qwen3-Coder.jinja");
+    PreparedPrompt p = forced(f, R"({"type": "function", "function": {"name": "get_weather"}})");
+    const std::string text = f.prompt_text(p);
+    EXPECT_TRUE(text.ends_with("<|im_start|>assistant\n<tool_call>\n<function=get_weather>\n")) << text;
+    EXPECT_EQ(p.parser->forced_prefix, "<tool_call>\n<function=get_weather>\n");
+    chat::FinalMessage m = run(p, "<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call>");
+    ASSERT_EQ(m.tool_calls.size(), 1u) << m.content << m.error;
+    EXPECT_EQ(m.tool_calls[0].name, "get_weather");
+    EXPECT_EQ(Json::parse(m.tool_calls[0].arguments), Json::parse(R"({"city": "Paris"})"));
+    EXPECT_EQ(m.content, "");
+  }
+  {  // Qwen3.5 opens <think> in the generation prompt: a forced call closes it first; "required" = any tool.
+    Fixture f("Qwen3.5-4B.jinja");
+    PreparedPrompt p = forced(f, R"("required")");
+    const std::string text = f.prompt_text(p);
+    EXPECT_TRUE(text.ends_with("<think>\n</think>\n\n<tool_call>\n")) << text;
+    chat::FinalMessage m =
+        run(p, "<function=get_weather>\n<parameter=city>\nOslo\n</parameter>\n</function>\n</tool_call>");
+    ASSERT_EQ(m.tool_calls.size(), 1u) << m.content << m.error;
+    EXPECT_EQ(m.tool_calls[0].name, "get_weather");
+    EXPECT_EQ(m.reasoning_content, "");
+  }
+  {  // Qwen3 (Hermes JSON calls), named: the JSON opening with the name as a JSON string.
+    Fixture f("Qwen-Qwen3-0.6B.jinja");
+    ASSERT_EQ(f.ctx.output_format.tools, chat::ToolSyntax::hermes_json);
+    PreparedPrompt p = forced(f, R"({"type": "function", "function": {"name": "get_weather"}})");
+    EXPECT_EQ(p.parser->forced_prefix, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": ");
+    chat::FinalMessage m = run(p, "{\"city\": \"Rome\"}}\n</tool_call>");
+    ASSERT_EQ(m.tool_calls.size(), 1u) << m.content << m.error;
+    EXPECT_EQ(m.tool_calls[0].name, "get_weather");
+    EXPECT_EQ(Json::parse(m.tool_calls[0].arguments), Json::parse(R"({"city": "Rome"})"));
+  }
+  {  // A template without a tool syntax keel reads: a clear 400, not an unparsed call.
+    Fixture f("google-gemma-2-2b-it.jinja");
+    ASSERT_EQ(f.ctx.output_format.tools, chat::ToolSyntax::none);
+    try {
+      forced(f, R"("required")");
+      FAIL() << "a forced call without a tool syntax must be refused";
+    } catch (const ApiError& e) {
+      EXPECT_EQ(e.status(), 400);
+      EXPECT_EQ(e.param(), "tool_choice");
+    }
+  }
 }
 
 TEST(PrepareChat, TemplateErrorsAndModelNames) {

@@ -93,13 +93,26 @@ TEST(ChatRequest, ToolsAndToolChoice) {
   EXPECT_FALSE(r.parse_tool_calls);
   EXPECT_EQ(r.tools.size(), 1u);  // the template still sees them; the output is not parsed for calls
 
+  // "required" and a named function force a call (the model's turn begins with its opening).
+  r = parse_chat_request(body((std::string(R"({"messages": [{"role": "user", "content": "x"}], "tools": )") +
+                               tools + R"(, "tool_choice": "required"})")
+                                  .c_str()));
+  EXPECT_TRUE(r.parse_tool_calls);
+  EXPECT_TRUE(r.force_tool_call);
+  EXPECT_EQ(r.forced_tool, "");
+  r = parse_chat_request(body((std::string(R"({"messages": [{"role": "user", "content": "x"}], "tools": )") +
+                               tools + R"(, "tool_choice": {"type": "function", "function": {"name": "f"}}})")
+                                  .c_str()));
+  EXPECT_TRUE(r.force_tool_call);
+  EXPECT_EQ(r.forced_tool, "f");
   ApiError e = chat_error(R"({"messages": [{"role": "user", "content": "x"}], "tool_choice": "required"})");
   EXPECT_EQ(e.status(), 400);
-  EXPECT_EQ(e.param(), "tool_choice");
-  EXPECT_NE(std::string(e.what()).find("constrained decoding"), std::string::npos);
-  e = chat_error(R"({"messages": [{"role": "user", "content": "x"}],
-                     "tool_choice": {"type": "function", "function": {"name": "f"}}})");
-  EXPECT_EQ(e.param(), "tool_choice");
+  EXPECT_EQ(e.param(), "tool_choice");  // no tools to call
+  e = chat_error((std::string(R"({"messages": [{"role": "user", "content": "x"}], "tools": )") + tools +
+                  R"(, "tool_choice": {"type": "function", "function": {"name": "g"}}})")
+                     .c_str());
+  EXPECT_EQ(e.param(), "tool_choice.function.name");
+  EXPECT_NE(std::string(e.what()).find("'g'"), std::string::npos) << e.what();
   e = chat_error(R"({"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function"}]})");
   EXPECT_EQ(e.param(), "tools[0].function");
   e = chat_error(R"({"messages": [{"role": "user", "content": "x"}], "tools": [{"function": {"name": 3}}]})");

@@ -1,5 +1,7 @@
 #include "chat/parsers/output_format.h"
 
+#include <nlohmann/json.hpp>
+
 #include "core/error.h"
 
 namespace keel::chat {
@@ -40,6 +42,27 @@ ReasoningStart reasoning_start_from_prompt(const OutputFormat& format, std::stri
   if (tail.ends_with("</think>")) return ReasoningStart::disabled;
   if (tail.ends_with("<think>")) return ReasoningStart::open;
   return format.think_tags ? ReasoningStart::optional : ReasoningStart::disabled;
+}
+
+std::string forced_tool_call_prefix(ToolSyntax syntax, std::string_view name, bool inside_reasoning) {
+  std::string call;
+  // The name as the model writes it: a JSON string in the JSON syntaxes (the templates use tojson), bare
+  // in <function=NAME>.
+  const std::string json_name = nlohmann::json(std::string(name)).dump();
+  switch (syntax) {
+    case ToolSyntax::none:
+      return "";
+    case ToolSyntax::hermes_json:
+      call = name.empty() ? "<tool_call>\n" : "<tool_call>\n{\"name\": " + json_name + ", \"arguments\": ";
+      break;
+    case ToolSyntax::qwen3_xml:
+      call = name.empty() ? "<tool_call>\n" : "<tool_call>\n<function=" + std::string(name) + ">\n";
+      break;
+    case ToolSyntax::nemotron_json:
+      call = name.empty() ? "<TOOLCALL>[" : "<TOOLCALL>[{\"name\": " + json_name + ", \"arguments\": ";
+      break;
+  }
+  return inside_reasoning ? "</think>\n\n" + call : call;
 }
 
 const char* tool_syntax_name(ToolSyntax syntax) {

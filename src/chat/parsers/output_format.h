@@ -38,6 +38,15 @@ enum class ReasoningStart {
 // otherwise the model may open a block itself if the template knows think tags.
 ReasoningStart reasoning_start_from_prompt(const OutputFormat& format, std::string_view rendered_prompt);
 
+// A tool call the request forces (OpenAI tool_choice "required" / a named function, Anthropic "any" /
+// "tool"): no constrained decoding, but the model's turn is begun for it. forced_tool_call_prefix() is the
+// text the model itself writes to open a call in `syntax` — of the tool `name`, or of any tool when `name`
+// is empty — preceded by "</think>\n\n" when the prompt left the model inside a reasoning block (forced tool
+// use skips the reasoning, as Anthropic's API requires). The prompt ends with this text and the output parser
+// reads it first (ParserOptions::forced_prefix), so the call it opens is parsed as the model's. Empty for
+// ToolSyntax::none (the caller refuses the request).
+std::string forced_tool_call_prefix(ToolSyntax syntax, std::string_view name, bool inside_reasoning);
+
 const char* tool_syntax_name(ToolSyntax syntax);
 const char* reasoning_start_name(ReasoningStart start);
 // Inverses of the two above, for configuration and test data; throw Error(invalid_argument) on unknown names.

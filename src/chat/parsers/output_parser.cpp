@@ -34,12 +34,14 @@ Json FinalMessage::to_json() const {
 }
 
 ParserOptions make_parser_options(const OutputFormat& format, std::string_view rendered_prompt,
-                                  const Json& request_tools, bool parse_tool_calls) {
+                                  const Json& request_tools, bool parse_tool_calls,
+                                  std::string forced_prefix) {
   ParserOptions options;
   bool has_tools = request_tools.is_array() && !request_tools.empty();
   options.tools = parse_tool_calls && has_tools ? format.tools : ToolSyntax::none;
   options.reasoning = reasoning_start_from_prompt(format, rendered_prompt);
   if (options.tools != ToolSyntax::none) options.schemas = ToolSchemas(request_tools);
+  options.forced_prefix = std::move(forced_prefix);
   return options;
 }
 
@@ -49,6 +51,11 @@ OutputParser::OutputParser(ParserOptions options)
     mode_ = Mode::reasoning;
     reasoning_seen_ = true;
     reasoning_lead_ = true;
+  }
+  if (!options_.forced_prefix.empty()) {  // its events stay in out_ for the first feed() or finish()
+    buf_.append(options_.forced_prefix);
+    while (step(false)) {
+    }
   }
 }
 
