@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Fails when a tracked C++ file differs from what clang-format (version 14, the repo's .clang-format) would write
-# (ctest `check_format`, label unit). Fix with: git ls-files '*.cpp' '*.h' '*.cu' '*.cuh' | xargs clang-format -i
+# Fails when a tracked C++ file differs from what clang-format 14 (the repo's .clang-format) would write
+# (ctest `check_format`, label unit). Fix: git ls-files '*.cpp' '*.h' '*.cu' '*.cuh' | xargs clang-format -i
 #   usage: scripts/check-format.sh [REPO_ROOT]     (defaults to this script's parent folder)
 set -euo pipefail
 root=${1:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}

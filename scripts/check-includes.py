@@ -2,11 +2,11 @@
 """Holds src/ to the module table of docs/ARCHITECTURE.md (ctest `check_includes`, label unit).
 
 Two rules, both read from the table's "may depend on" column:
-  1. includes: every `#include "x/..."` in a file of module M names M itself or a module in M's row. A module is a
-     src/ folder; a subfolder with a row of its own (`backend/cpu`) is a module apart from its parent folder.
+  1. includes: every `#include "x/..."` in a file of module M names M itself or a module in M's row. A module
+     is a src/ folder; a subfolder with a row of its own (`backend/cpu`) is a module apart from its parent.
      `all` allows everything; names that are not modules (fmt, PCRE2, ...) are not checked here.
-  2. links: each library (`add_library(keel_...)` in src/**/CMakeLists.txt) links exactly the keel libraries its
-     files include, PUBLIC when one of its headers includes them and PRIVATE otherwise.
+  2. links: each library (`add_library(keel_...)` in src/**/CMakeLists.txt) links exactly the keel libraries
+     its files include, PUBLIC when one of its headers includes them and PRIVATE otherwise.
 Known violations that another change is removing are listed in scripts/check-includes.allow; an entry that no
 longer matches anything fails too, so the list only shrinks.
 
@@ -102,7 +102,8 @@ def main():
         rel = path.relative_to(SRC).as_posix()
         mod = module_of(rel, table)
         if mod is None:
-            problems.append(f"src/{rel}: its folder has no row in the module table of {TABLE.relative_to(ROOT)}")
+            problems.append(f"src/{rel}: its folder has no row in the module table of "
+                            f"{TABLE.relative_to(ROOT)}")
             continue
         lib = library_of(path.parent.relative_to(SRC).as_posix(), libs)
         allowed = table[mod]
@@ -120,14 +121,15 @@ def main():
                 else:
                     problems.append(
                         f"src/{rel}:{number}: includes {m.group(1)}, but {mod} may include only "
-                        f"{', '.join(sorted(allowed)) or 'nothing'} ({TABLE.relative_to(ROOT)}, module table)")
+                        f"{', '.join(sorted(allowed)) or 'nothing'} "
+                        f"({TABLE.relative_to(ROOT)}, module table)")
             target_lib = library_of(target, libs)
             if lib and target_lib and target_lib != lib:
                 needs[lib][target_lib] = needs[lib].get(target_lib, False) or path.suffix in HEADER_SUFFIXES
     for key, number in sorted(allow.items(), key=lambda kv: kv[1]):
         if key not in used_allow:
-            problems.append(f"{ALLOW.relative_to(ROOT)}:{number}: {key[0]} no longer includes {key[1]} "
-                            "against the table: delete this line")
+            problems.append(f"{ALLOW.relative_to(ROOT)}:{number}: {key[0]} does not include {key[1]} "
+                            "(any more): delete this line")
     for rel_dir, (lib, cml) in sorted(libs.items()):
         links = link_lists(cml, lib)
         where = cml.relative_to(ROOT)
@@ -137,7 +139,8 @@ def main():
                 problems.append(f"{where}: {lib} includes headers of {dep} but does not link it ({want})")
             elif links[dep] != want:
                 why = "a header of" if in_header else "only .cpp files of"
-                problems.append(f"{where}: {lib} links {dep} {links[dep]}, but {why} {lib} include it: {want}")
+                problems.append(
+                    f"{where}: {lib} links {dep} {links[dep]}, but {why} {lib} include it: {want}")
         for dep in sorted(set(links) - set(needs[lib])):
             problems.append(f"{where}: {lib} links {dep}, but nothing in src/{rel_dir} includes it: drop it")
     for p in problems:
