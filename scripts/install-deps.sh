@@ -8,7 +8,7 @@ PKGS=(
   libpcre2-dev libutf8proc-dev libcpp-httplib-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-jinja2
-  clang-14 libclang-rt-14-dev
+  clang-14 libclang-rt-14-dev clang-format
   curl nodejs npm
 )
 missing=()
