@@ -31,7 +31,7 @@ struct Fixture {
     ctx.tokenizer = &*tok;
     ctx.chat_template = &*tmpl;
     ctx.output_format = chat::detect_output_format(source);
-    ctx.model_id.assign(1, 'm');  // (not = "m": GCC 12 raises a false -Wrestrict there)
+    ctx.model_id.assign(1, 'm');     // (not = "m": GCC 12 raises a false -Wrestrict there)
     ctx.message_checkpoints = true;  // as for a hybrid model
   }
   ChatRequest request(const char* json) { return parse_chat_request(Json::parse(json)); }
