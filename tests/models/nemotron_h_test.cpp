@@ -22,7 +22,7 @@ TEST(NemotronH, FreeGreedyMatchesReference) {
   check_free_greedy(kName);
 }
 TEST(NemotronH, ChunkedPrefillMatchesOneShot) {
-  check_chunked_prefill(kName, kChunk);
+  check_chunked_prefill(kName, kChunk, 0);
 }
 TEST(NemotronH, StateCopyAndTruncate) {
   check_state_copy_and_truncate(kName);
