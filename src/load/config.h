@@ -1,6 +1,8 @@
 // config.json → one typed ModelConfig that every model consumes.
 //
-// Field names and defaults follow transformers 5.x (configuration_nemotron_h.py, configuration_qwen3_5.py,
+// Each family's reader lives in its model file (src/models/<type>.cpp); this module has the types, the
+// dispatch on "model_type" and the shared field reads (config_fields.h). Field names and defaults follow
+// transformers 5.x (configuration_nemotron_h.py, configuration_qwen3_5.py,
 // configuration_qwen3_5_moe.py, configuration_qwen3.py, configuration_llama.py), including their
 // backward-compatible spellings (nemotron_h's mamba_d_conv, mamba_n_groups, ...; rope_scaling and top-level
 // rope_theta). The sizes that decide tensor shapes (hidden_size, vocab_size, head counts, layer counts, the
