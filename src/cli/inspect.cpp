@@ -15,6 +15,7 @@
 #include "load/state_spec.h"
 #include "load/weight_store.h"
 #include "models/loader.h"
+#include "models/registry.h"
 
 namespace keel::cli {
 
@@ -38,7 +39,7 @@ int64_t planned_step_bytes(const std::string& dir, int64_t chunk) {
 }
 
 nlohmann::json inspect_report(const InspectOptions& o) {
-  ModelConfig cfg = load_model_config(o.dir);
+  ModelConfig cfg = models::load_model_config(o.dir);
   WeightStore weights = WeightStore::open(o.dir);
   StateSpec state = compute_state_spec(cfg);
 

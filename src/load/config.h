@@ -1,6 +1,8 @@
 // config.json → one typed ModelConfig that every model consumes.
 //
-// Field names and defaults follow transformers 5.x (configuration_nemotron_h.py, configuration_qwen3_5.py,
+// Each family's reader lives in its model file (src/models/<type>.cpp); this module has the types, the
+// dispatch on "model_type" and the shared field reads (config_fields.h). Field names and defaults follow
+// transformers 5.x (configuration_nemotron_h.py, configuration_qwen3_5.py,
 // configuration_qwen3_5_moe.py, configuration_qwen3.py, configuration_llama.py), including their
 // backward-compatible spellings (nemotron_h's mamba_d_conv, mamba_n_groups, ...; rope_scaling and top-level
 // rope_theta). The sizes that decide tensor shapes (hidden_size, vocab_size, head counts, layer counts, the
@@ -10,6 +12,7 @@
 #include <cstdint>
 #include <limits>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -126,14 +129,28 @@ struct ModelConfig {
   bool has(LayerKind kind) const { return count(kind) > 0; }
 };
 
-// "nemotron_h", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text", "qwen3", "llama".
-const std::vector<std::string_view>& supported_model_types();
+namespace config_detail {
+class ConfigFields;
+}
 
-// Parses config.json text. `source` names it in errors ("DIR/config.json"). Error(invalid_file) for malformed
-// or inconsistent content, naming the field; Error(unsupported) for an unknown model_type, naming it and the
-// list.
-ModelConfig parse_model_config(std::string_view json_text, std::string_view source = "config.json");
+// How one model family reads config.json. The families live with their models (src/models/<type>.cpp, listed
+// by models/registry.cpp); load/ holds only the generic parts: JSON, the typed field reads
+// (config_fields.h) and the dispatch on "model_type" below.
+struct ConfigReader {
+  std::string_view model_type;                 // canonical, ModelConfig::model_type ("qwen3_5")
+  std::vector<std::string_view> config_names;  // "model_type" values it reads ("qwen3_5", "qwen3_5_text")
+  // Fills `cfg` from the file's top-level object; cfg.model_type and cfg.config_model_type are set before the
+  // call. Error(invalid_file) naming the field, or Error(unsupported), for what it cannot read.
+  void (*read)(const config_detail::ConfigFields& top, ModelConfig& cfg) = nullptr;
+};
+
+// Parses config.json text with the reader whose config_names hold its "model_type". `source` names it in
+// errors ("DIR/config.json"). Error(invalid_file) for malformed or inconsistent content, naming the field;
+// Error(unsupported) for a model_type no reader names, naming it and every name the readers read.
+// (models/registry.h has the forms that pass every registered model type's reader.)
+ModelConfig parse_model_config(std::string_view json_text, std::string_view source,
+                               std::span<const ConfigReader> readers);
 // Reads DIR/config.json.
-ModelConfig load_model_config(const std::string& folder);
+ModelConfig load_model_config(const std::string& folder, std::span<const ConfigReader> readers);
 
 }  // namespace keel

@@ -1,5 +1,6 @@
-// Internal to load/: typed reads of one config.json object whose errors name the file, the family and the
-// field.
+// The generic pieces of reading config.json that every family's reader (src/models/<type>.cpp) uses: typed
+// reads of one JSON object whose errors name the file, the family and the field, and the settings several
+// families share (token ids, eps, attention heads, RoPE).
 #pragma once
 #include <cstdint>
 #include <initializer_list>
@@ -7,9 +8,11 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/error.h"
 #include "load/config.h"
+#include "load/json_util.h"
 
 namespace keel::config_detail {
 
@@ -62,16 +65,27 @@ class ConfigFields {
   std::string context_;
 };
 
-// Shared by the families (config.cpp).
+// Token ids, eps, context and tying: every family has them, with its own defaults.
+struct CommonDefaults {
+  std::string_view eps_key = "rms_norm_eps";
+  double eps = 1e-6;
+  int64_t max_position_embeddings = 32768;
+  std::optional<int64_t> bos, pad;
+  std::vector<int64_t> eos;
+};
+// hidden_size, vocab_size (required), max_position_embeddings, eps, tie_word_embeddings and the token ids. An
+// explicit null token id means "no such token", not the family's default.
+void read_common(const ConfigFields& f, const CommonDefaults& d, ModelConfig& cfg);
+// `key` (which must be present) as a list of strings.
+std::vector<std::string> string_list(const ConfigFields& f, std::string_view key);
+// num_attention_heads (required), num_key_value_heads, head_dim (read at `head_dim_key`), attention_bias. An
+// explicit null num_key_value_heads means "as many as the query heads" in every family; an absent one takes
+// `default_kv_heads`.
+void read_attention(const ConfigFields& f, int64_t default_kv_heads, std::string_view head_dim_key,
+                    int64_t default_head_dim, AttentionConfig& a);
+// transformers' RotaryEmbeddingConfigMixin (rope_scaling / rope_parameters / top-level rope_theta).
 RopeConfig read_rope(const ConfigFields& f, double default_partial_rotary_factor);
 // The layer list's length must match num_hidden_layers when both are present; `list_name` names the list.
 void check_layer_count(const ConfigFields& f, std::string_view list_name, size_t entries);
-
-// One parser per family (config_families.cpp). `f` reads the text settings; `top` the file's top-level object
-// (the same object unless settings are nested under "text_config").
-void parse_nemotron_h(const ConfigFields& f, ModelConfig& cfg);
-void parse_qwen3_5(const ConfigFields& f, const ConfigFields& top, bool moe, ModelConfig& cfg);
-void parse_qwen3(const ConfigFields& f, ModelConfig& cfg);
-void parse_llama(const ConfigFields& f, ModelConfig& cfg);
 
 }  // namespace keel::config_detail

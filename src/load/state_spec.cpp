@@ -49,7 +49,11 @@ int64_t gated_deltanet_conv_state_bytes(const GatedDeltaNetConfig& g, int64_t el
 }
 
 int64_t attention_kv_bytes_per_token(const AttentionConfig& a, int64_t elem_bytes) {
-  return product({2, a.num_key_value_heads, a.head_dim, elem_bytes}, "the KV bytes per token");
+  return attention_kv_bytes(a.num_key_value_heads, a.head_dim, 1, elem_bytes);
+}
+
+int64_t attention_kv_bytes(int64_t n_kv, int64_t head_dim, int64_t tokens, int64_t elem_bytes) {
+  return product({2, tokens, n_kv, head_dim, elem_bytes}, "the KV bytes");
 }
 
 StateSpec compute_state_spec(const ModelConfig& cfg, int64_t state_elem_bytes, int64_t kv_elem_bytes) {

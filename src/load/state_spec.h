@@ -1,7 +1,8 @@
 // Persistent memory per sequence, computed from the config before anything is allocated (specs/memory.md:
-// "every layer reports its persistent state bytes per token and per sequence"). The engine sizes its caches
-// from these; `keel inspect` prints them. Element sizes are parameters: fp32 (4) is keel's CPU default for
-// both.
+// "every layer reports its persistent state bytes per token and per sequence"). The one place these bytes are
+// computed: the blocks' cache_bytes (src/models/blocks/, summed by Model::state_bytes) call the per-layer
+// functions below, and the engine's plans and `keel inspect` read the same numbers. Element sizes are
+// parameters: fp32 (4) is keel's CPU default for both.
 //
 //   Mamba2 layer, per sequence:  SSM  H·P·N·e            conv (K−1)·(I + 2·G·N)·e      (I = H·P)
 //   DeltaNet layer, per sequence: S   Hv·Dk·Dv·e         conv (K−1)·(2·Hk·Dk + Hv·Dv)·e
@@ -37,6 +38,8 @@ int64_t mamba2_conv_state_bytes(const Mamba2Config& m, int64_t elem_bytes = 4);
 int64_t gated_deltanet_state_bytes(const GatedDeltaNetConfig& g, int64_t elem_bytes = 4);
 int64_t gated_deltanet_conv_state_bytes(const GatedDeltaNetConfig& g, int64_t elem_bytes = 4);
 int64_t attention_kv_bytes_per_token(const AttentionConfig& a, int64_t elem_bytes = 4);
+// K and V rows of `tokens` tokens of one attention layer: 2·tokens·n_kv·head_dim·e.
+int64_t attention_kv_bytes(int64_t n_kv, int64_t head_dim, int64_t tokens, int64_t elem_bytes = 4);
 
 // Error(invalid_file) when the config's sizes overflow int64 bytes.
 StateSpec compute_state_spec(const ModelConfig& cfg, int64_t state_elem_bytes = 4, int64_t kv_elem_bytes = 4);

@@ -6,11 +6,14 @@
 // backbone.embeddings, final norm backbone.norm_f, lm_head (or tied).
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "core/error.h"
 #include "models/blocks/attention.h"
 #include "models/blocks/mamba2.h"
 #include "models/blocks/mlp.h"
 #include "models/blocks/moe.h"
+#include "models/registry.h"
 #include "models/transformer.h"
 
 namespace keel::models {
@@ -93,6 +96,150 @@ std::unique_ptr<Model> make_nemotron_h(const ModelConfig& cfg, WeightStore& stor
     layers.push_back(std::move(layer));
   }
   return std::make_unique<DecoderModel>(be, std::move(spec), std::move(layers));
+}
+
+// ---- config.json (transformers NemotronHConfig) ----
+
+namespace {
+
+using config_detail::ConfigFields;
+
+std::optional<LayerKind> nemotron_word(std::string_view w) {
+  // transformers 5.x: linear_attention = Mamba2, full_attention; older files: mamba, attention.
+  if (w == "mamba" || w == "linear_attention") return LayerKind::mamba2;
+  if (w == "attention" || w == "full_attention") return LayerKind::attention;
+  if (w == "mlp") return LayerKind::mlp;
+  if (w == "moe") return LayerKind::moe;
+  return std::nullopt;
+}
+
+std::optional<LayerKind> nemotron_char(char c) {
+  switch (c) {
+    case 'M':
+      return LayerKind::mamba2;
+    case '*':
+      return LayerKind::attention;
+    case '-':
+      return LayerKind::mlp;
+    case 'E':
+      return LayerKind::moe;
+    default:
+      return std::nullopt;
+  }
+}
+
+std::vector<LayerKind> nemotron_layers(const ConfigFields& f) {
+  std::optional<std::vector<LayerKind>> from_list, from_pattern;
+  std::string_view list_key = f.pick({"layers_block_type", "layer_types"});
+  if (f.has(list_key)) {
+    std::vector<std::string> words = config_detail::string_list(f, list_key);
+    from_list.emplace();
+    for (size_t i = 0; i < words.size(); ++i) {
+      std::optional<LayerKind> k = nemotron_word(words[i]);
+      if (!k)
+        f.fail(
+            "{}[{}] is \"{}\"; expected one of linear_attention, full_attention, mlp, moe (or mamba, "
+            "attention)",
+            list_key, i, clip_for_message(words[i], 40));
+      from_list->push_back(*k);
+    }
+    config_detail::check_layer_count(f, list_key, from_list->size());
+  }
+  if (f.has("hybrid_override_pattern")) {
+    std::string pattern = f.text("hybrid_override_pattern", "");
+    from_pattern.emplace();
+    for (size_t i = 0; i < pattern.size(); ++i) {
+      std::optional<LayerKind> k = nemotron_char(pattern[i]);
+      if (!k)
+        f.fail("hybrid_override_pattern[{}] is '{}'; expected M (Mamba2), * (attention), - (MLP) or E (MoE)",
+               i, clip_for_message(pattern.substr(i, 1)));
+      from_pattern->push_back(*k);
+    }
+    config_detail::check_layer_count(f, "hybrid_override_pattern", from_pattern->size());
+  }
+  if (from_list && from_pattern && *from_list != *from_pattern)
+    f.fail("{} and hybrid_override_pattern describe different layers", list_key);
+  if (from_list) return *from_list;
+  if (from_pattern) return *from_pattern;
+  f.fail("missing the layer list: neither 'hybrid_override_pattern' nor 'layers_block_type' is present");
+}
+
+void read_nemotron_h_config(const ConfigFields& f, ModelConfig& cfg) {
+  config_detail::CommonDefaults d;
+  d.eps_key = "layer_norm_epsilon";
+  d.eps = 1e-5;
+  d.max_position_embeddings = 4096;
+  d.pad = 0;
+  d.bos = 1;
+  d.eos = {2};
+  config_detail::read_common(f, d, cfg);
+  for (LayerKind k : nemotron_layers(f)) cfg.layers.push_back(LayerSpec{k, std::nullopt});
+
+  // Older NVIDIA files spell head_dim attention_head_dim.
+  if (cfg.has(LayerKind::attention))
+    config_detail::read_attention(f, 8, f.pick({"head_dim", "attention_head_dim"}), 128, cfg.attention);
+  if (cfg.has(LayerKind::mamba2)) {
+    // The mamba_* spellings are transformers' backward-compatible names; like transformers, they win when
+    // present.
+    Mamba2Config& m = cfg.mamba2;
+    m.num_heads = f.size("mamba_num_heads");
+    m.head_dim = f.size("mamba_head_dim");
+    m.ssm_state_size = f.size("ssm_state_size", 128);
+    m.n_groups = f.size(f.pick({"mamba_n_groups", "n_groups"}), 8);
+    m.conv_kernel = f.size(f.pick({"mamba_d_conv", "conv_kernel"}), 4);
+    m.expand = f.size(f.pick({"mamba_expand", "expand"}), 2);
+    m.chunk_size = f.size(f.pick({"mamba_chunk_size", "chunk_size"}), 128);
+    m.time_step_min = f.number(f.pick({"mamba_dt_min", "time_step_min"}), 0.001);
+    m.time_step_max = f.number(f.pick({"mamba_dt_max", "time_step_max"}), 0.1);
+    m.time_step_floor = f.number(f.pick({"mamba_dt_init_floor", "time_step_floor"}), 1e-4);
+    m.use_conv_bias = f.flag(f.pick({"mamba_conv_bias", "use_conv_bias"}), true);
+    m.use_bias = f.flag("use_bias", false);
+    m.hidden_act = f.text("mamba_hidden_act", "silu");
+    std::string_view limit_key = f.pick({"mamba_dt_limit", "time_step_limit"});
+    if (const nlohmann::json* lim = f.find(limit_key)) {
+      std::optional<double> lo, hi;
+      if (lim->is_array() && lim->size() == 2) {
+        lo = json_number((*lim)[0]);
+        hi = json_number((*lim)[1]);
+      }
+      if (!lo || !hi || std::isnan(*lo) || std::isnan(*hi) || *lo > *hi || *lo < 0)
+        f.fail("'{}' must be [min, max] with 0 ≤ min ≤ max, got {}", limit_key,
+               clip_for_message(lim->dump(), 80));
+      m.time_step_limit = {*lo, *hi};
+    }
+    if (m.num_heads % m.n_groups != 0)
+      f.fail("mamba_num_heads {} is not a multiple of n_groups {}", m.num_heads, m.n_groups);
+  }
+  if (cfg.has(LayerKind::mlp) || cfg.has(LayerKind::moe)) {
+    cfg.mlp.hidden_act = f.text("mlp_hidden_act", "relu2");
+    cfg.mlp.bias = f.flag("mlp_bias", false);
+  }
+  if (cfg.has(LayerKind::mlp)) cfg.mlp.intermediate_size = f.size("intermediate_size");
+  if (cfg.has(LayerKind::moe)) {
+    MoeConfig& e = cfg.moe;
+    e.num_experts = f.size(f.pick({"n_routed_experts", "num_local_experts"}));
+    e.num_experts_per_tok = f.size("num_experts_per_tok");
+    e.moe_intermediate_size = f.size("moe_intermediate_size");
+    e.shared_expert_intermediate_size = f.size("moe_shared_expert_intermediate_size", 7688);
+    e.n_shared_experts = f.count("n_shared_experts", 1);
+    e.n_group = f.size("n_group", 1);
+    e.topk_group = f.size("topk_group", 1);
+    e.norm_topk_prob = f.flag("norm_topk_prob", true);
+    e.routed_scaling_factor = f.positive("routed_scaling_factor", 1.0);
+    e.latent_size = f.optional_size("moe_latent_size");
+    e.hidden_act = cfg.mlp.hidden_act;
+    if (e.num_experts_per_tok > e.num_experts)
+      f.fail("num_experts_per_tok {} exceeds n_routed_experts {}", e.num_experts_per_tok, e.num_experts);
+    if (e.num_experts % e.n_group != 0)
+      f.fail("n_routed_experts {} is not a multiple of n_group {}", e.num_experts, e.n_group);
+    if (e.topk_group > e.n_group) f.fail("topk_group {} exceeds n_group {}", e.topk_group, e.n_group);
+  }
+}
+
+}  // namespace
+
+ModelEntry nemotron_h_model_entry() {
+  return {{"nemotron_h", {"nemotron_h"}, &read_nemotron_h_config}, &make_nemotron_h};
 }
 
 }  // namespace keel::models

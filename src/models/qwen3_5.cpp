@@ -20,6 +20,7 @@
 #include "models/blocks/gated_deltanet.h"
 #include "models/blocks/mlp.h"
 #include "models/blocks/moe.h"
+#include "models/registry.h"
 #include "models/transformer.h"
 
 namespace keel::models {
@@ -129,6 +130,104 @@ std::unique_ptr<Model> make_qwen3_5(const ModelConfig& cfg, WeightStore& store, 
 
 std::unique_ptr<Model> make_qwen3_5_moe(const ModelConfig& cfg, WeightStore& store, Backend& be) {
   return make_qwen3_5_family(cfg, store, be);
+}
+
+// ---- config.json (transformers Qwen3_5TextConfig / Qwen3_5MoeTextConfig, flat or nested) ----
+
+namespace {
+
+using config_detail::ConfigFields;
+
+// The text settings `f`, flat or nested under text_config; `top` the file's top-level object.
+void read_text_settings(const ConfigFields& f, const ConfigFields& top, bool moe, ModelConfig& cfg) {
+  config_detail::read_common(f, config_detail::CommonDefaults{}, cfg);
+  // Nested folders may carry tying and token ids at the top level instead of (or as well as) in text_config.
+  if (cfg.nested_text_config) {
+    if (!f.has("tie_word_embeddings")) cfg.tie_word_embeddings = top.flag("tie_word_embeddings", false);
+    if (!f.has("bos_token_id")) cfg.bos_token_id = top.optional_token_id("bos_token_id");
+    if (!f.has("pad_token_id")) cfg.pad_token_id = top.optional_token_id("pad_token_id");
+    if (!f.has("eos_token_id")) cfg.eos_token_ids = top.token_ids("eos_token_id", {});
+  }
+  LayerKind ffn = moe ? LayerKind::moe : LayerKind::mlp;
+  if (f.has("layer_types")) {
+    std::vector<std::string> words = config_detail::string_list(f, "layer_types");
+    for (size_t i = 0; i < words.size(); ++i) {
+      const std::string& w = words[i];
+      if (w == "linear_attention" || w == "linear")
+        cfg.layers.push_back({LayerKind::gated_deltanet, ffn});
+      else if (w == "full_attention" || w == "attention" || w == "full")
+        cfg.layers.push_back({LayerKind::attention, ffn});
+      else
+        f.fail("layer_types[{}] is \"{}\"; expected linear_attention or full_attention", i,
+               clip_for_message(w, 40));
+    }
+    config_detail::check_layer_count(f, "layer_types", cfg.layers.size());
+  } else {
+    // transformers: every full_attention_interval-th layer (1-based) is full attention, the rest linear.
+    int64_t n = f.layer_count();
+    int64_t interval = f.size("full_attention_interval", 4);
+    for (int64_t i = 0; i < n; ++i)
+      cfg.layers.push_back({(i + 1) % interval ? LayerKind::gated_deltanet : LayerKind::attention, ffn});
+  }
+
+  if (cfg.has(LayerKind::attention)) {
+    config_detail::read_attention(f, moe ? 2 : 4, "head_dim", 256, cfg.attention);
+    cfg.attention.qk_norm = true;
+    cfg.attention.output_gate = f.flag("attn_output_gate", true);
+    cfg.attention.rope = config_detail::read_rope(f, 0.25);
+  }
+  if (cfg.has(LayerKind::gated_deltanet)) {
+    GatedDeltaNetConfig& g = cfg.gated_deltanet;
+    g.num_key_heads = f.size("linear_num_key_heads");
+    g.num_value_heads = f.size("linear_num_value_heads");
+    g.key_head_dim = f.size("linear_key_head_dim");
+    g.value_head_dim = f.size("linear_value_head_dim");
+    g.conv_kernel = f.size("linear_conv_kernel_dim", 4);
+    if (g.num_value_heads % g.num_key_heads != 0)
+      f.fail("linear_num_value_heads {} is not a multiple of linear_num_key_heads {}", g.num_value_heads,
+             g.num_key_heads);
+  }
+  cfg.mlp.hidden_act = f.text("hidden_act", "silu");
+  if (!moe) {
+    cfg.mlp.intermediate_size = f.size("intermediate_size");
+    return;
+  }
+  MoeConfig& e = cfg.moe;
+  e.num_experts = f.size("num_experts");
+  e.num_experts_per_tok = f.size("num_experts_per_tok");
+  e.moe_intermediate_size = f.size("moe_intermediate_size");
+  e.shared_expert_intermediate_size = f.size("shared_expert_intermediate_size", 512);
+  e.n_shared_experts = 1;  // one shared expert, scaled by sigmoid(shared_expert_gate(x))
+  e.norm_topk_prob = f.flag("norm_topk_prob", true);
+  e.hidden_act = cfg.mlp.hidden_act;
+  if (e.num_experts_per_tok > e.num_experts)
+    f.fail("num_experts_per_tok {} exceeds num_experts {}", e.num_experts_per_tok, e.num_experts);
+}
+
+// Published folders (…ForConditionalGeneration, model_type qwen3_5 / qwen3_5_moe) nest the text model's
+// settings under "text_config"; the *_text spellings are flat.
+void read_qwen3_5_config(const ConfigFields& top, ModelConfig& cfg) {
+  const bool moe = cfg.model_type == "qwen3_5_moe";
+  const nlohmann::json* tc = cfg.config_model_type.ends_with("_text") ? nullptr : top.find("text_config");
+  if (!tc) {
+    read_text_settings(top, top, moe, cfg);
+    return;
+  }
+  if (!tc->is_object()) top.fail("\"text_config\" is not an object");
+  cfg.nested_text_config = true;
+  if (tc->contains("model_type") && (*tc)["model_type"].is_string())
+    cfg.config_model_type = (*tc)["model_type"].get<std::string>();
+  read_text_settings(ConfigFields(*tc, top.context() + ": text_config"), top, moe, cfg);
+}
+
+}  // namespace
+
+ModelEntry qwen3_5_model_entry() {
+  return {{"qwen3_5", {"qwen3_5", "qwen3_5_text"}, &read_qwen3_5_config}, &make_qwen3_5};
+}
+
+ModelEntry qwen3_5_moe_model_entry() {
+  return {{"qwen3_5_moe", {"qwen3_5_moe", "qwen3_5_moe_text"}, &read_qwen3_5_config}, &make_qwen3_5_moe};
 }
 
 }  // namespace keel::models

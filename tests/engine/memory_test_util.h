@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "../fixtures/model_fixtures.h"
 #include "backend/cpu/cpu_backend.h"
 #include "core/sysmem.h"
 #include "engine/scheduler.h"
@@ -34,15 +35,9 @@ inline std::string fixture_dir(const std::string& name) {
   return std::string(KEEL_SOURCE_DIR) + "/tests/fixtures/" + name;
 }
 
-// The fixtures whose model_type this build has (qwen3_5 and qwen3_5_moe join when their model files land).
+// One fixture per registered model type (tests/fixtures/models.txt).
 inline std::vector<std::string> model_fixtures() {
-  std::vector<std::string> out;
-  for (const char* name : {"llama", "qwen3", "nemotron_h", "qwen3_5", "qwen3_5_moe"}) {
-    const std::string type = load_model_config(fixture_dir(name)).model_type;
-    for (const models::ModelEntry& e : models::model_registry())
-      if (e.model_type == type) out.push_back(name);
-  }
-  return out;
+  return model_fixture_names();
 }
 
 // A model with its own pool (limit changed by the tests) on a 2-thread CPU backend.
@@ -65,7 +60,7 @@ inline std::unique_ptr<PooledModel> fixture_model(const std::string& name) {
 // length.
 inline std::unique_ptr<PooledModel> long_random_model(const std::string& name, int64_t positions) {
   auto m = std::make_unique<PooledModel>();
-  ModelConfig cfg = load_model_config(fixture_dir(name));
+  ModelConfig cfg = models::load_model_config(fixture_dir(name));
   cfg.max_position_embeddings = positions;
   std::vector<LayerSpec> distinct;
   for (const LayerSpec& l : cfg.layers)

@@ -10,11 +10,14 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "../fixtures/model_fixtures.h"
 #include "load/config.h"
 #include "load/state_spec.h"
 #include "load/weight_store.h"
+#include "models/registry.h"
 
 using namespace keel;
+using namespace keel::testing;
 namespace fs = std::filesystem;
 
 namespace {
@@ -114,23 +117,26 @@ void compare(const ModelConfig& c, const nlohmann::json& s) {
   same("hidden_act", c.mlp.hidden_act);
 }
 
+// Every model fixture (tests/fixtures/models.txt) must have its reference.json with the fields each test
+// reads: a missing one fails the test, it is not skipped.
+nlohmann::json reference_json(const fs::path& dir) {
+  fs::path ref = dir / "reference.json";
+  EXPECT_TRUE(fs::exists(ref)) << ref.string();
+  EXPECT_TRUE(fs::exists(dir / "config.json")) << dir.string();
+  if (!fs::exists(ref)) return nlohmann::json::object();
+  return nlohmann::json::parse(std::ifstream(ref));
+}
+
 }  // namespace
 
 TEST(FixtureConfigs, MatchTransformersReading) {
-  fs::path root = fs::path(KEEL_SOURCE_DIR) / "tests" / "fixtures";
-  int checked = 0;
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(root, ec)) {
-    fs::path ref = entry.path() / "reference.json";
-    if (!fs::exists(ref) || !fs::exists(entry.path() / "config.json")) continue;
-    nlohmann::json meta = nlohmann::json::parse(std::ifstream(ref));
-    if (!meta.contains("config_summary") || !meta["config_summary"].is_object()) continue;
-    SCOPED_TRACE(entry.path().string());
-    compare(load_model_config(entry.path().string()), meta["config_summary"]);
-    ++checked;
+  for (const std::string& name : model_fixture_names()) {
+    const fs::path dir = model_fixture_path(name);
+    SCOPED_TRACE(dir.string());
+    nlohmann::json meta = reference_json(dir);
+    ASSERT_TRUE(meta.contains("config_summary") && meta["config_summary"].is_object());
+    compare(models::load_model_config(dir.string()), meta["config_summary"]);
   }
-  if (checked == 0)
-    GTEST_SKIP() << "no reference fixtures with a config_summary under " << root.string() << " yet";
 }
 
 namespace {
@@ -147,48 +153,41 @@ int64_t numel(const nlohmann::json& shape) {
 // model (reference.json "tensors": mamba2.ssm_state [H, P, N], mamba2.conv_state [K−1, conv_dim],
 // deltanet.state [Hv, Dk, Dv], deltanet.conv_state [K−1, 2·Hk·Dk + Hv·Dv], attn.k [L, Hkv, D]), all fp32.
 TEST(FixtureConfigs, StateSpecMatchesRecordedStateShapes) {
-  fs::path root = fs::path(KEEL_SOURCE_DIR) / "tests" / "fixtures";
-  int checked = 0;
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(root, ec)) {
-    fs::path ref = entry.path() / "reference.json";
-    if (!fs::exists(ref) || !fs::exists(entry.path() / "config.json")) continue;
-    nlohmann::json meta = nlohmann::json::parse(std::ifstream(ref));
-    if (!meta.contains("tensors")) continue;
-    SCOPED_TRACE(entry.path().string());
+  for (const std::string& name : model_fixture_names()) {
+    const fs::path dir = model_fixture_path(name);
+    SCOPED_TRACE(dir.string());
+    nlohmann::json meta = reference_json(dir);
+    ASSERT_TRUE(meta.contains("tensors"));
     const nlohmann::json& t = meta["tensors"];
-    ModelConfig c = load_model_config(entry.path().string());
+    ModelConfig c = models::load_model_config(dir.string());
+    // Every state layer kind the config has was recorded (first_layer_of_kind), so each is compared below.
+    EXPECT_EQ(c.has(LayerKind::mamba2), t.contains("mamba2.ssm_state"));
+    EXPECT_EQ(c.has(LayerKind::gated_deltanet), t.contains("deltanet.state"));
+    EXPECT_EQ(c.has(LayerKind::attention), t.contains("attn.k"));
     if (t.contains("mamba2.ssm_state")) {
       EXPECT_EQ(mamba2_ssm_state_bytes(c.mamba2), numel(t["mamba2.ssm_state"]["shape"]) * 4);
       EXPECT_EQ(mamba2_conv_state_bytes(c.mamba2), numel(t["mamba2.conv_state"]["shape"]) * 4);
-      ++checked;
     }
     if (t.contains("deltanet.state")) {
       EXPECT_EQ(gated_deltanet_state_bytes(c.gated_deltanet), numel(t["deltanet.state"]["shape"]) * 4);
       EXPECT_EQ(gated_deltanet_conv_state_bytes(c.gated_deltanet),
                 numel(t["deltanet.conv_state"]["shape"]) * 4);
-      ++checked;
     }
     if (t.contains("attn.k")) {
       const nlohmann::json& k = t["attn.k"]["shape"];  // [L, Hkv, D]
       EXPECT_EQ(attention_kv_bytes_per_token(c.attention), 2 * k[1].get<int64_t>() * k[2].get<int64_t>() * 4);
-      ++checked;
     }
-    if (meta.contains("tied_embeddings")) {
-      EXPECT_EQ(c.tie_word_embeddings, meta["tied_embeddings"]);
-    }
+    ASSERT_TRUE(meta.contains("tied_embeddings"));
+    EXPECT_EQ(c.tie_word_embeddings, meta["tied_embeddings"]);
   }
-  if (checked == 0)
-    GTEST_SKIP() << "no reference fixtures with recorded states under " << root.string() << " yet";
 }
 
 // The published multimodal layout holds the same text weights as qwen3_5/ under model.language_model.*: after
 // rename_prefix the names and the bytes must be identical, and the count must be what transformers recorded.
 TEST(FixtureWeights, MultimodalFolderHoldsTheTextModelUnderAPrefix) {
-  fs::path root = fs::path(KEEL_SOURCE_DIR) / "tests" / "fixtures";
-  fs::path mm = root / "qwen3_5_multimodal", text = root / "qwen3_5";
-  if (!fs::exists(mm / "reference.json") || !fs::exists(text / "model.safetensors"))
-    GTEST_SKIP() << "qwen3_5 fixtures not present";
+  fs::path mm = model_fixture_path("qwen3_5_multimodal"), text = model_fixture_path("qwen3_5");
+  ASSERT_TRUE(fs::exists(mm / "reference.json")) << mm.string();
+  ASSERT_TRUE(fs::exists(text / "model.safetensors")) << text.string();
   nlohmann::json meta = nlohmann::json::parse(std::ifstream(mm / "reference.json"));
   WeightStore a = WeightStore::open(mm.string());
   WeightStore b = WeightStore::open(text.string());
@@ -204,8 +203,7 @@ TEST(FixtureWeights, MultimodalFolderHoldsTheTextModelUnderAPrefix) {
     ASSERT_EQ(x.nbytes(), y.nbytes()) << name;
     EXPECT_EQ(std::memcmp(x.data(), y.data(), static_cast<size_t>(x.nbytes())), 0) << name;
   }
-  if (meta.contains("parameters_language_model_and_lm_head")) {
-    EXPECT_EQ(text_params, meta["parameters_language_model_and_lm_head"]);
-  }
+  ASSERT_TRUE(meta.contains("parameters_language_model_and_lm_head"));
+  EXPECT_EQ(text_params, meta["parameters_language_model_and_lm_head"]);
   EXPECT_EQ(text_params, b.parameter_count());
 }

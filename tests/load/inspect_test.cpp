@@ -1,7 +1,6 @@
 // `keel inspect` driven in-process on folders written here (config.json text + a safetensors file whose
-// parameter count and bytes the test sums plainly), and on the reference fixtures in tests/fixtures/<model>/
-// when present: there the oracle is the parameter count and layer kinds transformers recorded in
-// reference.json.
+// parameter count and bytes the test sums plainly), and on every model fixture (tests/fixtures/models.txt):
+// there the oracle is the parameter count and layer kinds transformers recorded in reference.json.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -9,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "../fixtures/model_fixtures.h"
 #include "cli/commands.h"
 #include "core/error.h"
 #include "test_files.h"
@@ -104,17 +104,20 @@ TEST(Inspect, ErrorsNameTheFolder) {
 // "parameters" (sum of numel in model.safetensors) and "layer_kinds" ("mamba2", "deltanet+moe", ...).
 TEST(Inspect, MatchesTheReferenceFixtures) {
   namespace fs = std::filesystem;
-  fs::path root = fs::path(KEEL_SOURCE_DIR) / "tests" / "fixtures";
-  int checked = 0;
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(root, ec)) {
-    fs::path ref = entry.path() / "reference.json";
-    if (!fs::exists(ref) || !fs::exists(entry.path() / "config.json")) continue;
-    nlohmann::json meta = nlohmann::json::parse(std::ifstream(ref));
-    if (!meta.contains("parameters")) continue;
-    SCOPED_TRACE(entry.path().string());
-    nlohmann::json r = nlohmann::json::parse(run_inspect({"-m", entry.path().string(), "--json"}));
+  // Every model fixture, and the published multimodal layout (whose layer kinds are not recorded).
+  std::vector<std::string> names = model_fixture_names();
+  names.push_back("qwen3_5_multimodal");
+  for (const std::string& name : names) {
+    const std::string dir = model_fixture_path(name);
+    SCOPED_TRACE(dir);
+    std::ifstream ref(dir + "/reference.json");
+    ASSERT_TRUE(ref) << "no reference.json in " << dir;
+    nlohmann::json meta = nlohmann::json::parse(ref);
+    ASSERT_TRUE(meta.contains("parameters"));
+    nlohmann::json r = nlohmann::json::parse(run_inspect({"-m", dir, "--json"}));
+    EXPECT_EQ(r["model_type"], name == "qwen3_5_multimodal" ? "qwen3_5" : name);
     EXPECT_EQ(r["parameters"], meta["parameters"]);
+    ASSERT_EQ(meta.contains("layer_kinds"), name != "qwen3_5_multimodal");
     if (meta.contains("layer_kinds")) {
       nlohmann::json expect = nlohmann::json::array(), expect_ffn = nlohmann::json::array();
       for (const auto& k : meta["layer_kinds"]) {
@@ -128,7 +131,5 @@ TEST(Inspect, MatchesTheReferenceFixtures) {
       EXPECT_EQ(r["layers"], expect);
       EXPECT_EQ(r["ffn"], expect_ffn);
     }
-    ++checked;
   }
-  if (checked == 0) GTEST_SKIP() << "no reference fixtures under " << root.string() << " yet";
 }

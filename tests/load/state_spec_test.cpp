@@ -7,8 +7,11 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
+#include "models/registry.h"
 
 using namespace keel;
+// The readers of every registered model type (src/models/<type>.cpp).
+using keel::models::parse_model_config;
 
 TEST(StateSpec, NemotronHShapedLikeNano30B) {
   // 52 layers: 23 Mamba2, 23 MoE, 6 attention (the pattern of NVIDIA-Nemotron-3-Nano-30B-A3B).

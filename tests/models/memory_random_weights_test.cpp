@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "../fixtures/model_fixtures.h"
 #include "model_test_util.h"
 #include "models/random_weights.h"
 #include "models/registry.h"
@@ -14,18 +15,9 @@
 namespace keel::testing {
 namespace {
 
-bool registered(const std::string& fixture) {
-  const std::string type = load_model_config(fixture_dir(fixture)).model_type;
-  for (const models::ModelEntry& e : models::model_registry())
-    if (e.model_type == type) return true;
-  return false;
-}
-
+// One fixture per registered model type (tests/fixtures/models.txt).
 std::vector<std::string> fixtures() {
-  std::vector<std::string> out;
-  for (const char* name : {"llama", "qwen3", "nemotron_h", "qwen3_5", "qwen3_5_moe"})
-    if (registered(name)) out.push_back(name);
-  return out;
+  return model_fixture_names();
 }
 
 double element(const Tensor& t, int64_t i) {

@@ -11,6 +11,7 @@
 #include "models/blocks/attention.h"
 #include "models/blocks/gated_deltanet.h"
 #include "models/blocks/rope.h"
+#include "models/registry.h"
 #include "models/weights.h"
 
 namespace keel::testing {
@@ -38,7 +39,9 @@ struct BlockHarness {
   WeightStore store;
   Reference ref;
   explicit BlockHarness(const std::string& name)
-      : cfg(load_model_config(fixture_dir(name))), store(WeightStore::open(fixture_dir(name))), ref(name) {}
+      : cfg(models::load_model_config(fixture_dir(name))),
+        store(WeightStore::open(fixture_dir(name))),
+        ref(name) {}
 
   Tensor input(const std::string& key) {
     const std::vector<double> x = ref.f(key);

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "../fixtures/model_fixtures.h"
 #include "load/weight_store.h"
 #include "op_harness.h"
 #include "ops/conv1d.h"
@@ -65,11 +66,11 @@ constexpr double kRtol = 1e-5, kAtolScale = 1e-6;
 
 // hidden_states[0] is the embedding output: bf16 rows widened, exactly.
 TEST(FixtureBasicOps, EmbeddingIsHiddenStateZero) {
-  for (const char* name : {"qwen3", "qwen3_5", "llama", "nemotron_h"}) {
+  for (const std::string& name : model_fixture_names()) {
     SCOPED_TRACE(name);
     Fixture fx(name);
-    Tensor table = fx.model.get(std::string(name) == "nemotron_h" ? "backbone.embeddings.weight"
-                                                                  : "model.embed_tokens.weight");
+    Tensor table =
+        fx.model.get(name == "nemotron_h" ? "backbone.embeddings.weight" : "model.embed_tokens.weight");
     Tensor h = fx.ref.get("hidden_states");
     for (OpBackend* ob : op_backends()) {
       SCOPED_TRACE(ob->name);

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "../fixtures/model_fixtures.h"
 #include "load/weight_store.h"
 #include "op_harness.h"
 #include "ops/attention.h"
@@ -137,7 +138,7 @@ TEST(FixtureGatedDeltaNet, ReproducesQwen3_5Moe) {
 // Recorded q, k, v (after norms and RoPE) with k and v as the cache: one shot and chunked prefill reproduce
 // the recorded core output, and the chunks give the one-shot bits.
 TEST(FixtureAttention, ReproducesEveryModel) {
-  for (const char* name : {"nemotron_h", "qwen3_5", "qwen3_5_moe", "qwen3", "llama"}) {
+  for (const std::string& name : model_fixture_names()) {
     SCOPED_TRACE(name);
     Fixture fx(name);
     Tensor q = fx.ref.get("attn.q"), k = fx.ref.get("attn.k"), v = fx.ref.get("attn.v");

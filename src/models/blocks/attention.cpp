@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "load/state_spec.h"
 #include "models/blocks/views.h"
 #include "ops/activation.h"
 #include "ops/attention.h"
@@ -33,7 +34,7 @@ AttentionBlock::AttentionBlock(const AttentionSpec& spec, AttentionWeights weigh
 }
 
 int64_t AttentionBlock::cache_bytes(int64_t capacity) const {
-  return 2 * f32_bytes(capacity * s_.n_kv * s_.head_dim);
+  return attention_kv_bytes(s_.n_kv, s_.head_dim, capacity);  // f32 K and V [capacity, n_kv, head_dim]
 }
 
 void AttentionBlock::init_cache(LayerCache& cache, int64_t capacity, MemoryPool& pool) const {
