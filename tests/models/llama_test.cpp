@@ -14,6 +14,12 @@ TEST(Llama, HiddenStatesMatchReference) {
 TEST(Llama, PromptLogprobsMatchReference) {
   check_prompt_logprobs(kName);
 }
+TEST(Llama, HiddenStatesMatchReferenceOnReferenceBackend) {
+  check_hidden_states(kName, 1e-5, TestBackend::reference);
+}
+TEST(Llama, PromptLogprobsMatchReferenceOnReferenceBackend) {
+  check_prompt_logprobs(kName, 1e-3, TestBackend::reference);
+}
 TEST(Llama, DecodeTeacherForcedMatchesReference) {
   check_decode_teacher_forced(kName);
 }
