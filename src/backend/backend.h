@@ -55,7 +55,6 @@ class Backend {
   // Host worker threads the backend owns (the CPU's kernel workers); nullptr when it has none. Host-side
   // work on the backend's tensors (random weight fills) may use them.
   virtual ThreadPool* threads() { return nullptr; }
-  const ThreadPool* threads() const { return const_cast<Backend*>(this)->threads(); }
 
   // ---- kernels (kernel_args.h). The base versions throw Error(unsupported) naming the op and backend; a
   // backend overrides what it supports(). `*_workspace` return the bytes the kernel takes from pool() for

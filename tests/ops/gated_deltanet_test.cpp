@@ -156,6 +156,12 @@ TEST(GatedDeltaNet, PiecesEqualWholeBitwise) {
       SCOPED_TRACE(::testing::Message() << pieces.size() << " pieces");
       Tensor state = copy_of(*ob, pr.state0), out = nan_tensor(*ob, {s.T, s.Hv, s.Dv});
       run_in_pieces(*ob, pr, pieces, state, out);
+      if (ob->is_reference()) {
+        // The reference keeps S in double within a call and rounds it to f32 at the call's end, so pieces
+        // agree with one call within the reference tolerance, not bitwise (the bitwise promise is the CPU's).
+        EXPECT_TRUE(all_close(out, values(whole), kAtolScale * max_abs(ref_out), kRtol));
+        continue;
+      }
       EXPECT_TRUE(bitwise_equal(out, whole));
       EXPECT_TRUE(bitwise_equal(state, whole_state));
     }

@@ -158,9 +158,9 @@ struct Layer {
         w.gate.push_back(gu.slice(0, 0, I));
         w.up.push_back(gu.slice(0, I, I));
         w.down.push_back(fused_down.select(e));
-        rw.gate.push_back(values(w.gate.back()));
-        rw.up.push_back(values(w.up.back()));
-        rw.down.push_back(values(w.down.back()));
+        rw.gate.push_back(values(w.gate.back().data));
+        rw.up.push_back(values(w.up.back().data));
+        rw.down.push_back(values(w.down.back().data));
       }
       w.shared_gate = make({Is, H}, H, &rw.shared_gate);
       w.shared_up = make({Is, H}, H, &rw.shared_up);

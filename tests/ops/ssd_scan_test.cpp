@@ -150,7 +150,7 @@ TEST(SsdScan, PiecesEqualWhole) {
 // Each head is computed by one worker in a fixed order: 1 thread and 3 threads give the same bits.
 TEST(SsdScan, ThreadCountDoesNotChangeBits) {
   KEEL_TEST_RNG(rng);
-  std::vector<OpBackend*> obs = op_backends();
+  std::vector<OpBackend*> obs = cpu_op_backends();
   OpBackend& one = *obs.back();  // best ISA, 1 thread
   OpBackend* three = nullptr;
   for (OpBackend* ob : obs)
