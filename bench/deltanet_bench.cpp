@@ -49,7 +49,7 @@ void BM_DeltaNet(benchmark::State& state) {
       benchmark::Counter(static_cast<double>(L), benchmark::Counter::kIsIterationInvariantRate);
   state.counters["ws_bytes"] = static_cast<double>(ws);
   state.counters["ws_planned"] =
-      static_cast<double>(ops::gated_deltanet_workspace_bytes(L, Hv, Dk, Dv, p, threads));
+      static_cast<double>(ops::gated_deltanet_workspace_bytes(be, L, Hv, Dk, Dv, p));
   state.SetLabel(be.name());
 }
 

@@ -44,8 +44,7 @@ void BM_Ssd(benchmark::State& state) {
   state.counters["tok/s"] =
       benchmark::Counter(static_cast<double>(L), benchmark::Counter::kIsIterationInvariantRate);
   state.counters["ws_bytes"] = static_cast<double>(ws);
-  state.counters["ws_planned"] =
-      static_cast<double>(ops::ssd_scan_workspace_bytes(L, H, P, G, N, Q, threads));
+  state.counters["ws_planned"] = static_cast<double>(ops::ssd_scan_workspace_bytes(be, L, H, P, G, N, Q));
   state.SetLabel(be.name());
 }
 

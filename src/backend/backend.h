@@ -1,10 +1,17 @@
-// The backend interface: a device, its memory pool, a stream, and which ops it supports. The CPU backend
-// lives in backend/cpu/, CUDA (later) in backend/cuda/. Ops in src/ops/ check shapes, state their workspace,
-// and call the backend's kernels; every backend is tested by the one harness in tests/ops/.
+// The backend interface: a device, its memory pool, a stream, which ops it supports, and one method per op
+// kernel. Ops in src/ops/ check shapes once, ask supports(), and hand the backend that owns the tensors a
+// plain-data argument struct (backend/kernel_args.h); the backend runs its kernel, takes scratch from its own
+// pool and splits the work among its own threads (CPU) or blocks (a device). It also states each op's
+// workspace for given sizes, so the planner asks the backend that will run the step. Backends: cpu/ (the
+// fast kernels, ISA dispatch), reference/ (the float64 references, the second implementation every test
+// build runs), cuda/ later. Every backend is tested by the one harness in tests/ops/.
 #pragma once
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 
+#include "backend/kernel_args.h"
 #include "core/dtype.h"
 #include "core/pool.h"
 
@@ -12,7 +19,8 @@ namespace keel {
 
 enum class DeviceKind { cpu, cuda };
 
-// The op vocabulary (src/ops/). supports() answers per op and weight dtype.
+// The op vocabulary (src/ops/). supports() answers per op and the dtype of its weight (u32: packed
+// quantized), or of its main input for ops without weights (f32).
 enum class Op {
   matmul,
   embedding,
@@ -28,6 +36,7 @@ enum class Op {
   moe,
   sampling,
 };
+std::string_view op_name(Op op);
 
 class ThreadPool;
 
@@ -36,13 +45,46 @@ class Backend {
   virtual ~Backend() = default;
   virtual DeviceKind kind() const = 0;
   virtual std::string name() const = 0;  // "cpu (avx512-bf16, 2 threads)"
-  virtual bool supports(Op op, DType weight_dtype) const = 0;
+  // Whether this backend has a kernel for `op` with weights (or input) of `dtype`. Every op asks before it
+  // places work here and throws Error(unsupported) naming the op, the backend and the dtype when not.
+  virtual bool supports(Op op, DType dtype) const = 0;
   // The device's one pool: every tensor keel allocates on this device comes from it.
   virtual MemoryPool& pool() = 0;
   // Waits for queued work (a no-op on the CPU, whose kernels run synchronously).
   virtual void synchronize() {}
-  // CPU workers for kernels; nullptr on devices without host-side parallel kernels.
+  // Host worker threads the backend owns (the CPU's kernel workers); nullptr when it has none. Host-side
+  // work on the backend's tensors (random weight fills) may use them.
   virtual ThreadPool* threads() { return nullptr; }
+
+  // ---- kernels (kernel_args.h). The base versions throw Error(unsupported) naming the op and backend; a
+  // backend overrides what it supports(). `*_workspace` return the bytes the kernel takes from pool() for
+  // these sizes (pointers in the args are not read), exactly.
+  virtual void matmul(const MatmulArgs& a);
+  virtual int64_t matmul_workspace(const MatmulArgs& a) const;
+  virtual void embedding(const EmbeddingArgs& a);
+  virtual void rms_norm(const RmsNormArgs& a);
+  virtual void gated_rms_norm(const GatedRmsNormArgs& a);
+  virtual void l2_norm(const L2NormArgs& a);
+  virtual void activation(const ActivationArgs& a);
+  virtual void softmax(const SoftmaxArgs& a);
+  virtual void binary(const BinaryArgs& a);
+  virtual void rope_cos_sin(const RopeCosSinArgs& a);
+  virtual void rope(const RopeArgs& a);
+  virtual void causal_conv1d(const Conv1dArgs& a);
+  virtual int64_t causal_conv1d_workspace(const Conv1dArgs& a) const;
+  virtual void ssd_scan(const SsdScanArgs& a);
+  virtual int64_t ssd_scan_workspace(const SsdScanArgs& a) const;
+  virtual void gated_deltanet(const GatedDeltaNetArgs& a);
+  virtual int64_t gated_deltanet_workspace(const GatedDeltaNetArgs& a) const;
+  virtual void attention(const AttentionArgs& a);
+  virtual int64_t attention_workspace(const AttentionArgs& a) const;
+  virtual void moe_route(const MoeRouteArgs& a);
+  virtual int64_t moe_route_workspace(const MoeRouteArgs& a) const;
+  virtual void move_rows(const MoveRowsArgs& a);
+  virtual void argmax(const ArgmaxArgs& a);
+
+ protected:
+  [[noreturn]] void no_kernel(std::string_view op) const;
 };
 
 }  // namespace keel

@@ -6,8 +6,8 @@
 namespace keel {
 
 namespace {
-// Indexed by DType. q8_0: 32 int8 + one f16 scale; q4_0: 32 4-bit + one f16 scale (the GGML layouts).
-constexpr std::array<DTypeInfo, 9> kInfo = {{
+// Indexed by DType.
+constexpr std::array<DTypeInfo, 8> kInfo = {{
     {"f32", 1, 4},
     {"f16", 1, 2},
     {"bf16", 1, 2},
@@ -15,8 +15,7 @@ constexpr std::array<DTypeInfo, 9> kInfo = {{
     {"i64", 1, 8},
     {"u8", 1, 1},
     {"i8", 1, 1},
-    {"q8_0", 32, 34},
-    {"q4_0", 32, 18},
+    {"u32", 1, 4},
 }};
 }  // namespace
 
@@ -40,6 +39,7 @@ std::optional<DType> dtype_from_safetensors(std::string_view name) {
   if (name == "I64") return DType::i64;
   if (name == "U8") return DType::u8;
   if (name == "I8") return DType::i8;
+  if (name == "U32") return DType::u32;  // MLX's packed quantized words
   return std::nullopt;
 }
 

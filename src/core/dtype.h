@@ -1,5 +1,5 @@
-// Element types. Plain types have a size per element; packed quantized types store blocks of `block_elems`
-// elements in `block_bytes` bytes (a row's length must be a multiple of block_elems).
+// Element types, each with a size per element. Quantized weights are not a dtype: they are u32 words plus
+// scales and biases (core/weight.h).
 #pragma once
 #include <cstdint>
 #include <cstring>
@@ -8,26 +8,23 @@
 
 namespace keel {
 
-enum class DType : uint8_t { f32, f16, bf16, i32, i64, u8, i8, q8_0, q4_0 };
+enum class DType : uint8_t { f32, f16, bf16, i32, i64, u8, i8, u32 };
 
 struct DTypeInfo {
-  std::string_view name;  // keel's name ("f32", "bf16", "q8_0", ...)
-  int64_t block_elems;    // 1 for plain types
-  int64_t block_bytes;    // bytes per block (= element size for plain types)
+  std::string_view name;  // keel's name ("f32", "bf16", "u32", ...)
+  int64_t block_elems;    // 1 (every dtype is one element per block; kept for Tensor's layout arithmetic)
+  int64_t block_bytes;    // bytes per element
 };
 
 const DTypeInfo& dtype_info(DType t);
 inline std::string_view dtype_name(DType t) {
   return dtype_info(t).name;
 }
-inline bool is_quantized(DType t) {
-  return dtype_info(t).block_elems > 1;
-}
-
-// Bytes for n elements; nullopt when n is not a whole number of blocks or the product overflows int64.
+// Bytes for n elements; nullopt when n < 0 or the product overflows int64.
 std::optional<int64_t> dtype_bytes(DType t, int64_t n_elems);
 
-// The safetensors spelling ("F32", "BF16", "I64", ...) to a DType; nullopt for names keel does not read.
+// The safetensors spelling ("F32", "BF16", "I64", "U32", ...) to a DType; nullopt for names keel does not
+// read.
 std::optional<DType> dtype_from_safetensors(std::string_view name);
 
 // bf16 and f16 <-> f32, scalar versions (kernels have vector versions beside them).

@@ -96,8 +96,6 @@ Tensor Tensor::slice(int dim, int64_t start, int64_t length) const {
   if (dim < 0 || dim >= ndim_ || start < 0 || length < 0 || start + length > shape_[dim])
     throw_error(ErrorCode::invalid_argument, "slice [{}, {}) of dim {} out of {}", start, start + length, dim,
                 shape_string());
-  if (dim == ndim_ - 1 && is_quantized(dtype_))
-    throw_error(ErrorCode::unsupported, "slicing the packed dimension of a {} tensor", dtype_name(dtype_));
   Tensor t = *this;
   t.data_ = static_cast<char*>(data_) + start * stride_[dim];
   t.shape_[dim] = length;

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstring>
 
-#include "backend/cpu/thread_pool.h"
 #include "core/error.h"
 #include "ops/activation.h"
 #include "ops/embedding.h"
@@ -18,10 +17,6 @@ DecoderModel::DecoderModel(Backend& be, DecoderSpec spec, std::vector<DecoderLay
       ++n_parts_;
       recurrent_ = recurrent_ || r.block->recurrent();
     }
-}
-
-int DecoderModel::n_threads() const {
-  return be_.threads() ? be_.threads()->size() : 1;
 }
 
 int64_t DecoderModel::state_bytes(int64_t, int64_t capacity) const {
@@ -159,7 +154,7 @@ int64_t DecoderModel::drop_checkpoints(SequenceState& state) {
 // The allocations below mirror forward() one for one.
 int64_t DecoderModel::step_transient_bytes(std::span<const StepShapeItem> step) const {
   StepShape s;
-  s.n_threads = n_threads();
+  s.be = &be_;
   int64_t L = 0;
   for (const StepShapeItem& it : step) {
     s.T += it.n_tokens;
@@ -180,8 +175,7 @@ int64_t DecoderModel::step_transient_bytes(std::span<const StepShapeItem> step) 
     m.alloc(f32_bytes(L * spec_.hidden));
     m.free(hidden);
     m.alloc(f32_bytes(L * spec_.vocab));
-    m.workspace(
-        ops::matmul_workspace_bytes(L, spec_.hidden, spec_.vocab, spec_.lm_head.dtype(), s.n_threads));
+    m.workspace(ops::matmul_workspace_bytes(be_, L, spec_.hidden, spec_.vocab, spec_.lm_head));
   }
   return m.peak();
 }
@@ -190,7 +184,6 @@ Tensor DecoderModel::forward(std::span<const StepItem> step) {
   MemoryPool& pool = be_.pool();
   StepContext ctx;
   ctx.be = &be_;
-  ctx.n_threads = n_threads();
   int64_t L = 0;
   for (const StepItem& item : step) {
     auto* st = dynamic_cast<DecoderState*>(item.state);

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "core/weight.h"
 #include "models/blocks/block.h"
 #include "models/blocks/rope.h"
 #include "models/model.h"
@@ -39,9 +40,9 @@ struct DecoderSpec {
   int64_t vocab = 0;          // rows of embed and lm_head (padding included)
   int64_t context_limit = 0;  // max_position_embeddings; 0: unbounded
   ops::RmsNormParams norm;    // every RMSNorm of the residual stream (eps, w or 1 + w)
-  Tensor embed;               // [vocab, d]
+  Weight embed;               // [vocab, d]
   Tensor final_norm;          // [d]
-  Tensor lm_head;             // [vocab, d]; the embedding itself when tied
+  Weight lm_head;             // [vocab, d]; the embedding itself when tied
   std::optional<RopeTable> rope;
 };
 
@@ -98,7 +99,6 @@ class DecoderModel final : public Model {
   void set_hidden_observer(std::function<void(int64_t, const Tensor&)> fn) { observer_ = std::move(fn); }
 
  private:
-  int n_threads() const;
   void restore_to(DecoderState& st, size_t checkpoint);
   Backend& be_;
   DecoderSpec spec_;

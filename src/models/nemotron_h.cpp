@@ -28,20 +28,21 @@ std::unique_ptr<Block> moe_block(const ModelConfig& cfg, const WeightBinder& w) 
     throw_error(ErrorCode::unsupported, "nemotron_h: MoE experts with mlp_hidden_act \"{}\" (only relu2)",
                 cfg.mlp.hidden_act);
   ops::MoeWeights mw;
-  mw.router = w.get("gate.weight", {E, d});
+  mw.router = w.matrix("gate", E, d);
   mw.router_bias = w.get("gate.e_score_correction_bias", {E});
   // Experts as published (experts.N.up_proj.weight) or fused 3-D (experts.up_proj [E, I, d]).
   const bool fused = w.has("experts.up_proj");
   Tensor up3 = fused ? w.get("experts.up_proj", {E, I, d}) : Tensor();
   Tensor down3 = fused ? w.get("experts.down_proj", {E, d, I}) : Tensor();
   for (int64_t e = 0; e < E; ++e) {
-    mw.up.push_back(fused ? up3.select(e) : w.get(fmt::format("experts.{}.up_proj.weight", e), {I, d}));
-    mw.down.push_back(fused ? down3.select(e) : w.get(fmt::format("experts.{}.down_proj.weight", e), {d, I}));
+    mw.up.push_back(fused ? Weight(up3.select(e)) : w.matrix(fmt::format("experts.{}.up_proj", e), I, d));
+    mw.down.push_back(fused ? Weight(down3.select(e))
+                            : w.matrix(fmt::format("experts.{}.down_proj", e), d, I));
   }
   if (c.n_shared_experts > 0) {
     const int64_t Is = c.shared_expert_intermediate_size;
-    mw.shared_up = w.get("shared_experts.up_proj.weight", {Is, d});
-    mw.shared_down = w.get("shared_experts.down_proj.weight", {d, Is});
+    mw.shared_up = w.matrix("shared_experts.up_proj", Is, d);
+    mw.shared_down = w.matrix("shared_experts.down_proj", d, Is);
   }
   ops::MoeParams p;
   p.router = ops::MoeRouter::sigmoid_grouped;

@@ -48,20 +48,20 @@ std::unique_ptr<Block> moe_block(const ModelConfig& cfg, const WeightBinder& w) 
     throw_error(ErrorCode::unsupported, "{}: MoE experts with hidden_act \"{}\" (only silu)", cfg.model_type,
                 c.hidden_act);
   ops::MoeWeights mw;
-  mw.router = w.get("gate.weight", {E, d});
+  mw.router = w.matrix("gate", E, d);
   const bool fused = w.has("experts.gate_up_proj");
   Tensor gate_up = fused ? w.get("experts.gate_up_proj", {E, 2 * I, d}) : Tensor();
   Tensor down = fused ? w.get("experts.down_proj", {E, d, I}) : Tensor();
   for (int64_t e = 0; e < E; ++e) {
     const WeightBinder x = w.sub(fmt::format("experts.{}.", e));
-    mw.gate.push_back(fused ? gate_up.select(e).slice(0, 0, I) : x.get("gate_proj.weight", {I, d}));
-    mw.up.push_back(fused ? gate_up.select(e).slice(0, I, I) : x.get("up_proj.weight", {I, d}));
-    mw.down.push_back(fused ? down.select(e) : x.get("down_proj.weight", {d, I}));
+    mw.gate.push_back(fused ? Weight(gate_up.select(e).slice(0, 0, I)) : x.matrix("gate_proj", I, d));
+    mw.up.push_back(fused ? Weight(gate_up.select(e).slice(0, I, I)) : x.matrix("up_proj", I, d));
+    mw.down.push_back(fused ? Weight(down.select(e)) : x.matrix("down_proj", d, I));
   }
-  mw.shared_gate = w.get("shared_expert.gate_proj.weight", {Is, d});
-  mw.shared_up = w.get("shared_expert.up_proj.weight", {Is, d});
-  mw.shared_down = w.get("shared_expert.down_proj.weight", {d, Is});
-  mw.shared_expert_gate = w.get("shared_expert_gate.weight", {1, d});
+  mw.shared_gate = w.matrix("shared_expert.gate_proj", Is, d);
+  mw.shared_up = w.matrix("shared_expert.up_proj", Is, d);
+  mw.shared_down = w.matrix("shared_expert.down_proj", d, Is);
+  mw.shared_expert_gate = w.matrix("shared_expert_gate", 1, d);
   ops::MoeParams p;
   p.router = ops::MoeRouter::softmax_topk;
   p.activation = ops::MoeActivation::swiglu;

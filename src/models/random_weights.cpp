@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "backend/cpu/thread_pool.h"
+#include "backend/thread_pool.h"
 #include "core/error.h"
 #include "load/json_util.h"
 #include "models/registry.h"

@@ -14,10 +14,11 @@ void bind_embeddings(const ModelConfig& cfg, const WeightBinder& root, DecoderSp
   spec.vocab = cfg.vocab_size;
   spec.context_limit = cfg.max_position_embeddings;
   spec.norm.eps = static_cast<float>(cfg.rms_norm_eps);
-  spec.embed = root.get(embed_name, {cfg.vocab_size, cfg.hidden_size});
+  std::string_view embed_base = embed_name.substr(0, embed_name.rfind(".weight"));  // ".weight" / ".scales"
+  spec.embed = root.matrix(embed_base, cfg.vocab_size, cfg.hidden_size);
   spec.final_norm = root.vec(final_norm_name, cfg.hidden_size);
   spec.lm_head =
-      cfg.tie_word_embeddings ? spec.embed : root.get("lm_head.weight", {cfg.vocab_size, cfg.hidden_size});
+      cfg.tie_word_embeddings ? spec.embed : root.matrix("lm_head", cfg.vocab_size, cfg.hidden_size);
 }
 
 std::unique_ptr<Model> build_transformer(const ModelConfig& cfg, const WeightStore& store, Backend& be,

@@ -12,18 +12,36 @@ void linear(Backend& be, const Linear& l, const Tensor& x, Tensor& y) {
     ops::matmul(be, x, l.w, y);
 }
 
-int64_t linear_workspace_bytes(const Linear& l, int64_t T, int n_threads) {
-  return ops::matmul_workspace_bytes(T, l.in(), l.out(), l.w.dtype(), n_threads);
+int64_t linear_workspace_bytes(const Backend& be, const Linear& l, int64_t T) {
+  return ops::matmul_workspace_bytes(be, T, l.in(), l.out(), l.w);
 }
 
 Tensor WeightBinder::get(std::string_view name, std::initializer_list<int64_t> shape) const {
   return store_->get(full(name), shape);
 }
 
+Weight WeightBinder::matrix(std::string_view name, int64_t out, int64_t in) const {
+  const std::string base(name);
+  if (!has(base + ".scales")) return get(base + ".weight", {out, in});
+  // MLX affine: weight u32 [out, in·bits/32], scales and biases [out, in/group_size].
+  const Tensor words = store_->get(full(base + ".weight"));
+  const Tensor scales = store_->get(full(base + ".scales"));
+  if (words.ndim() != 2 || scales.ndim() != 2 || words.dim(1) < 1 || scales.dim(1) < 1 ||
+      (words.dim(1) * 32) % in != 0 || in % scales.dim(1) != 0)
+    throw_error(ErrorCode::invalid_file, "{}: packed weight {} and scales {} do not fit [{}, {}]",
+                full(base + ".weight"), words.shape_string(), scales.shape_string(), out, in);
+  const int32_t bits = static_cast<int32_t>(words.dim(1) * 32 / in);
+  const int32_t group = static_cast<int32_t>(in / scales.dim(1));
+  Weight w =
+      Weight::packed(get(base + ".weight", {out, words.dim(1)}), get(base + ".scales", {out, in / group}),
+                     get(base + ".biases", {out, in / group}), bits, group, full(base + ".weight"));
+  return w;
+}
+
 Linear WeightBinder::linear(std::string_view name, int64_t out, int64_t in, bool bias) const {
   std::string base(name);
   Linear l;
-  l.w = get(base + ".weight", {out, in});
+  l.w = matrix(base, out, in);
   if (bias) l.b = widen_to_f32(get(base + ".bias", {out}), *pool_, full(base + ".bias"));
   return l;
 }

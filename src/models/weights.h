@@ -9,21 +9,23 @@
 
 #include "backend/backend.h"
 #include "core/tensor.h"
+#include "core/weight.h"
 #include "load/weight_store.h"
 
 namespace keel::models {
 
-// y[T, out] = x[T, in] · wᵀ (+ b). w [out, in] in its stored dtype; b [out] (f32 copy) or undefined.
+// y[T, out] = x[T, in] · wᵀ (+ b). w [out, in]: dense as stored, or packed (core/weight.h); b [out] (f32
+// copy) or undefined.
 struct Linear {
-  Tensor w;
+  Weight w;
   Tensor b;
-  int64_t in() const { return w.dim(1); }
-  int64_t out() const { return w.dim(0); }
+  int64_t in() const { return w.cols(); }
+  int64_t out() const { return w.rows(); }
 };
 
 void linear(Backend& be, const Linear& l, const Tensor& x, Tensor& y);
-// Workspace of linear() for T rows.
-int64_t linear_workspace_bytes(const Linear& l, int64_t T, int n_threads);
+// Workspace of linear() for T rows on `be`.
+int64_t linear_workspace_bytes(const Backend& be, const Linear& l, int64_t T);
 
 // Reads tensors under a name prefix ("model.layers.3." …).
 class WeightBinder {
@@ -37,7 +39,9 @@ class WeightBinder {
   bool has(std::string_view name) const { return store_->has(full(name)); }
   Tensor get(std::string_view name, std::initializer_list<int64_t> shape) const;
   // `name`.weight [out, in] and, when `bias`, `name`.bias [out]. Biases are widened to an f32 copy counted by
-  // the pool (matmul takes an f32 bias); weights stay borrowed.
+  // the pool (matmul takes an f32 bias); weights stay borrowed. MLX-quantized files (`name`.weight u32 with
+  // `name`.scales and `name`.biases) give a packed Weight, bits and group size read off the shapes.
+  Weight matrix(std::string_view name, int64_t out, int64_t in) const;
   Linear linear(std::string_view name, int64_t out, int64_t in, bool bias) const;
   // A 1-D parameter vector (norm weights, A_log, D ...) of n values, borrowed as stored.
   Tensor vec(std::string_view name, int64_t n) const { return get(name, {n}); }

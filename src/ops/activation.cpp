@@ -2,9 +2,6 @@
 
 #include <string_view>
 
-#include "backend/cpu/activation.h"
-#include "backend/cpu/cpu_backend.h"
-#include "backend/cpu/thread_pool.h"
 #include "core/error.h"
 #include "ops/op_check.h"
 #include "ops/rows.h"
@@ -12,24 +9,6 @@
 namespace keel::ops {
 
 namespace {
-
-cpu::Unary unary_of(Activation f) {
-  switch (f) {
-    case Activation::silu:
-      return cpu::Unary::silu;
-    case Activation::sigmoid:
-      return cpu::Unary::sigmoid;
-    case Activation::relu2:
-      return cpu::Unary::relu2;
-    case Activation::gelu_erf:
-      return cpu::Unary::gelu_erf;
-    case Activation::gelu_tanh:
-      return cpu::Unary::gelu_tanh;
-    case Activation::softplus:
-      return cpu::Unary::softplus;
-  }
-  return cpu::Unary::silu;
-}
 
 void check_f32(std::string_view op, std::string_view name, const Tensor& t) {
   if (!t.defined()) throw_error(ErrorCode::invalid_argument, "{}: {} is missing", op, name);
@@ -49,67 +28,45 @@ void check_same(std::string_view op, std::string_view name, const Tensor& t, con
                 t.shape_string());
 }
 
-// fn(a_row, b_row, out_row, n) over pieces of at most kPiece elements of every row, split among the threads.
-constexpr int64_t kPiece = 4096;
-template <class Fn>
-void for_each_piece(CpuBackend& be, const Tensor& a, const Tensor* b, const Tensor& out, Fn fn) {
-  const int64_t rows = row_count(out), n = out.dim(-1), pieces = (n + kPiece - 1) / kPiece;
-  be.threads()->parallel_for(rows * pieces, [&](int64_t begin, int64_t end, int) {
-    for (int64_t i = begin; i < end; ++i) {
-      const int64_t r = i / pieces, k = (i % pieces) * kPiece, len = n - k < kPiece ? n - k : kPiece;
-      fn(row_f32(a, r) + k, b ? row_f32(*b, r) + k : nullptr, row_f32(out, r) + k, len);
-    }
-  });
-}
-
 }  // namespace
 
 void activation(Backend& be, const Tensor& x, Tensor& out, Activation f) {
   check_f32("activation", "x", x);
   check_same("activation", "out", out, x);
-  CpuBackend& cpu = cpu_backend("activation", be);
-  const cpu::Unary u = unary_of(f);
-  for_each_piece(cpu, x, nullptr, out, [&](const float* xr, const float*, float* yr, int64_t n) {
-    cpu::unary(cpu.isa(), u, xr, yr, n);
-  });
+  require_support(be, Op::activation, DType::f32, "activation");
+  be.activation(ActivationArgs{rows_of(x), {}, rows_of(out), f, false});
 }
 
 void activation_mul(Backend& be, const Tensor& gate, const Tensor& up, Tensor& out, Activation f) {
   check_f32("activation_mul", "gate", gate);
   check_same("activation_mul", "up", up, gate);
   check_same("activation_mul", "out", out, gate);
-  CpuBackend& cpu = cpu_backend("activation_mul", be);
-  const cpu::Unary u = unary_of(f);
-  for_each_piece(cpu, gate, &up, out, [&](const float* g, const float* v, float* yr, int64_t n) {
-    cpu::unary_mul(cpu.isa(), u, g, v, yr, n);
-  });
+  require_support(be, Op::activation, DType::f32, "activation_mul");
+  be.activation(ActivationArgs{rows_of(gate), rows_of(up), rows_of(out), f, true});
 }
 
 void softmax(Backend& be, const Tensor& x, Tensor& out) {
   check_f32("softmax", "x", x);
   check_same("softmax", "out", out, x);
-  CpuBackend& cpu = cpu_backend("softmax", be);
-  const int64_t n = x.dim(-1);
-  if (n == 0) return;
-  cpu.threads()->parallel_for(row_count(x), [&](int64_t begin, int64_t end, int) {
-    for (int64_t r = begin; r < end; ++r) cpu::softmax_row(cpu.isa(), row_f32(x, r), row_f32(out, r), n);
-  });
+  require_support(be, Op::softmax, DType::f32, "softmax");
+  if (x.dim(-1) == 0) return;
+  be.softmax(SoftmaxArgs{rows_of(x), rows_of(out)});
 }
 
 void add(Backend& be, const Tensor& a, const Tensor& b, Tensor& out) {
   check_f32("add", "a", a);
   check_same("add", "b", b, a);
   check_same("add", "out", out, a);
-  for_each_piece(cpu_backend("add", be), a, &b, out,
-                 [](const float* x, const float* y, float* o, int64_t n) { cpu::add(x, y, o, n); });
+  require_support(be, Op::activation, DType::f32, "add");
+  be.binary(BinaryArgs{rows_of(a), rows_of(b), rows_of(out), BinaryOp::add});
 }
 
 void mul(Backend& be, const Tensor& a, const Tensor& b, Tensor& out) {
   check_f32("mul", "a", a);
   check_same("mul", "b", b, a);
   check_same("mul", "out", out, a);
-  for_each_piece(cpu_backend("mul", be), a, &b, out,
-                 [](const float* x, const float* y, float* o, int64_t n) { cpu::mul(x, y, o, n); });
+  require_support(be, Op::activation, DType::f32, "mul");
+  be.binary(BinaryArgs{rows_of(a), rows_of(b), rows_of(out), BinaryOp::mul});
 }
 
 }  // namespace keel::ops

@@ -1,6 +1,6 @@
 // Elementwise activations, softmax and the elementwise add/mul the models need. All f32, any rank 1–4 with a
 // contiguous last dimension; outputs have the inputs' shape and may be the same tensor as an input (in
-// place). No workspace. Results do not depend on T or the thread split (backend/cpu/activation.h).
+// place). No workspace. Results do not depend on T or the thread split.
 #pragma once
 #include <cstdint>
 
@@ -9,14 +9,8 @@
 
 namespace keel::ops {
 
-enum class Activation {
-  silu,       // x·σ(x) (SwiGLU gates, Mamba2 conv output, DeltaNet gates)
-  sigmoid,    // σ(x) = 1 / (1 + e^{−x})
-  relu2,      // relu(x)² (nemotron_h MLP and experts)
-  gelu_erf,   // x/2 · (1 + erf(x/√2))
-  gelu_tanh,  // x/2 · (1 + tanh(√(2/π)·(x + 0.044715·x³)))
-  softplus,   // log(1 + e^x), x > 20 passes through as torch's F.softplus does
-};
+// silu, sigmoid, relu2, gelu_erf, gelu_tanh, softplus (backend/kernel_args.h states each formula).
+using keel::Activation;
 
 // out = f(x).
 void activation(Backend& be, const Tensor& x, Tensor& out, Activation f);

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "backend/cpu/attention.h"
 #include "core/error.h"
 #include "ops/op_check.h"
 #include "ops/view_access.h"
@@ -14,13 +13,10 @@ namespace {
 constexpr const char* kOp = "attention";
 }  // namespace
 
-int64_t attention_workspace_bytes(int64_t T, int64_t n_q, int64_t n_kv, int n_threads) {
-  return cpu::attention_kernel_workspace_bytes(T, n_q, n_kv, kAttentionKeyTile, kAttentionQueryTile,
-                                               n_threads);
-}
-
-int64_t attention_workspace_bytes(int64_t T, int64_t n_q, int n_threads) {
-  return T == 0 ? 0 : 4 * std::max(n_threads, 1) * (kAttentionKeyTile + 2 * kAttentionQueryTile * n_q);
+int64_t attention_workspace_bytes(const Backend& be, int64_t T, int64_t n_q, int64_t n_kv) {
+  AttentionArgs a;
+  a.T = T, a.n_q = n_q, a.n_kv = n_kv, a.key_tile = kAttentionKeyTile, a.query_tile = kAttentionQueryTile;
+  return be.attention_workspace(a);
 }
 
 void attention(Backend& be, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, Tensor& out,
@@ -40,13 +36,12 @@ void attention(Backend& be, const Tensor& q, const Tensor& k_cache, const Tensor
     throw_error(ErrorCode::invalid_argument,
                 "{}: {} queries at offset {} need {} cache rows, the cache holds {}", kOp, T, p.offset,
                 p.offset + T, capacity);
-  if (be.kind() != DeviceKind::cpu) unsupported_backend(kOp, be);
+  require_support(be, Op::attention, DType::f32, kOp);
   if (T == 0) return;
 
-  cpu::AttentionArgs a;
+  AttentionArgs a;
   a.T = T, a.n_q = n_q, a.n_kv = n_kv, a.D = D, a.Dv = Dv, a.offset = p.offset;
   a.key_tile = kAttentionKeyTile, a.query_tile = kAttentionQueryTile;
-  a.heads_per_item = cpu::attention_heads_per_item(T, n_q, n_kv, kAttentionQueryTile, be.threads()->size());
   a.scale = p.scale.value_or(1.0f / std::sqrt(static_cast<float>(D)));
   a.q = q.ptr<float>(), a.q_st = stride_floats(kOp, "q", q, 0), a.q_sh = stride_floats(kOp, "q", q, 1);
   a.k = k_cache.ptr<float>(), a.k_st = stride_floats(kOp, "k_cache", k_cache, 0),
@@ -55,7 +50,7 @@ void attention(Backend& be, const Tensor& q, const Tensor& k_cache, const Tensor
   a.v_sh = stride_floats(kOp, "v_cache", v_cache, 1);
   a.out = out.ptr<float>(), a.o_st = stride_floats(kOp, "out", out, 0),
   a.o_sh = stride_floats(kOp, "out", out, 1);
-  cpu::attention(static_cast<CpuBackend&>(be), a);
+  be.attention(a);
 }
 
 }  // namespace keel::ops

@@ -34,13 +34,11 @@ struct AttentionParams {
 void attention(Backend& be, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, Tensor& out,
                const AttentionParams& p);
 
-// Bytes attention takes from the pool: per worker one score row of kAttentionKeyTile floats and the running
-// max and sum of hp·kAttentionQueryTile rows, for min(n_threads, work items) workers, where hp query heads of
-// a KV group share a work item (all n_q/n_kv of them unless the workers need more items) and work items =
-// (n_q / hp)·⌈T / kAttentionQueryTile⌉: 4·(64 + 32·hp) bytes per worker, at most 4·(64 + 32·n_q/n_kv).
-// Independent of kv_len.
-int64_t attention_workspace_bytes(int64_t T, int64_t n_q, int64_t n_kv, int n_threads);
-// A bound for callers without n_kv at hand: 4·n_threads·(64 + 32·n_q) bytes (0 for T = 0) ≥ the exact form.
-int64_t attention_workspace_bytes(int64_t T, int64_t n_q, int n_threads);
+// Bytes attention takes from be's pool (the backend states it). The CPU's: per worker one score row of
+// kAttentionKeyTile floats and the running max and sum of hp·kAttentionQueryTile rows, for min(threads, work
+// items) workers, where hp query heads of a KV group share a work item (all n_q/n_kv of them unless the
+// workers need more items) and work items = (n_q / hp)·⌈T / kAttentionQueryTile⌉: 4·(64 + 32·hp) bytes per
+// worker, at most 4·(64 + 32·n_q/n_kv). Independent of kv_len.
+int64_t attention_workspace_bytes(const Backend& be, int64_t T, int64_t n_q, int64_t n_kv);
 
 }  // namespace keel::ops

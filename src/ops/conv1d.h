@@ -21,7 +21,8 @@ struct Conv1dParams {
 void causal_conv1d(Backend& be, const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& state,
                    Tensor& out, const Conv1dParams& p);
 
-// The bias widened to f32 when it is not f32 already (C floats), else 0.
-int64_t causal_conv1d_workspace_bytes(int64_t C, DType bias_dtype);
+// Bytes causal_conv1d takes from be's pool (the backend states it; the CPU's: the bias widened to f32 when it
+// is not f32 already, C floats, else 0). bias_dtype f32 for no bias.
+int64_t causal_conv1d_workspace_bytes(const Backend& be, int64_t T, int64_t C, int64_t K, DType bias_dtype);
 
 }  // namespace keel::ops

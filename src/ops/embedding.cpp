@@ -1,30 +1,39 @@
 #include "ops/embedding.h"
 
-#include "backend/cpu/cpu_backend.h"
-#include "backend/cpu/embedding.h"
-#include "backend/cpu/thread_pool.h"
 #include "core/error.h"
 #include "ops/op_check.h"
 
 namespace keel::ops {
 
-void embedding(Backend& be, const Tensor& table, const Tensor& ids, Tensor& out) {
-  check_tensor("embedding", "table", table, {DType::f32, DType::bf16, DType::f16}, {kAnyDim, kAnyDim});
-  const int64_t vocab = table.dim(0), d = table.dim(1);
+void embedding(Backend& be, const Weight& table, const Tensor& ids, Tensor& out) {
+  check_weight("embedding", "table", table, {DType::f32, DType::bf16, DType::f16}, kAnyDim, kAnyDim);
+  const int64_t vocab = table.rows(), d = table.cols();
   check_contiguous("embedding", "ids", ids, {DType::i32}, {kAnyDim});
   const int64_t T = ids.dim(0);
   check_tensor("embedding", "out", out, {DType::f32}, {T, d});
-  CpuBackend& cpu = cpu_backend("embedding", be);
+  require_support(be, Op::embedding, table, "embedding");
   const int32_t* id = ids.ptr<const int32_t>();
   for (int64_t t = 0; t < T; ++t)
     if (id[t] < 0 || id[t] >= vocab)
       throw_error(ErrorCode::invalid_argument,
                   "embedding: token id {} at position {} is outside the vocabulary of {} rows", id[t], t,
                   vocab);
-  cpu.threads()->parallel_for(T, [&](int64_t begin, int64_t end, int) {
-    for (int64_t t = begin; t < end; ++t)
-      cpu::widen_row(table.at(id[t]), table.dtype(), static_cast<float*>(out.at(t)), d);
-  });
+  EmbeddingArgs a;
+  a.table = static_cast<const char*>(table.data.data());
+  a.row_bytes = table.data.stride_bytes(0);
+  a.dtype = table.dtype();
+  if (table.is_packed()) {
+    a.scales = static_cast<const char*>(table.scales.data());
+    a.biases = static_cast<const char*>(table.biases.data());
+    a.scale_row_bytes = table.scales.stride_bytes(0);
+    a.scale_dtype = table.scales.dtype();
+    a.bits = table.bits, a.group_size = table.group_size;
+  }
+  a.ids = id;
+  a.out = static_cast<char*>(out.data());
+  a.out_row_bytes = out.stride_bytes(0);
+  a.T = T, a.d = d;
+  be.embedding(a);
 }
 
 }  // namespace keel::ops

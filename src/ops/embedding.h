@@ -4,13 +4,14 @@
 
 #include "backend/backend.h"
 #include "core/tensor.h"
+#include "core/weight.h"
 
 namespace keel::ops {
 
-// table: [vocab, d] f32/bf16/f16 (rows may be strided; borrowed from the mmap); ids: i32 [T]; out: f32 [T,
-// d]. An id outside [0, vocab) is an Error(invalid_argument) naming the id and its position; nothing is
-// written.
-void embedding(Backend& be, const Tensor& table, const Tensor& ids, Tensor& out);
+// table: a Weight [vocab, d] — dense f32/bf16/f16 (rows may be strided; borrowed from the mmap), or packed
+// on a backend with a packed kernel; ids: i32 [T]; out: f32 [T, d]. An id outside [0, vocab) is an
+// Error(invalid_argument) naming the id and its position; nothing is written.
+void embedding(Backend& be, const Weight& table, const Tensor& ids, Tensor& out);
 
 constexpr int64_t embedding_workspace_bytes() {
   return 0;

@@ -3,7 +3,6 @@
 #include <cmath>
 #include <utility>
 
-#include "backend/cpu/gated_deltanet.h"
 #include "core/error.h"
 #include "ops/op_check.h"
 #include "ops/view_access.h"
@@ -21,10 +20,11 @@ int64_t kernel_chunk(const GatedDeltaNetParams& p) {
 }
 }  // namespace
 
-int64_t gated_deltanet_workspace_bytes(int64_t T, int64_t Hv, int64_t Dk, int64_t Dv,
-                                       const GatedDeltaNetParams& p, int n_threads) {
-  if (T == 0) return 0;
-  return 4 * 2 * Hv + cpu::gated_deltanet_kernel_workspace_bytes(T, Hv, Dk, Dv, kernel_chunk(p), n_threads);
+int64_t gated_deltanet_workspace_bytes(const Backend& be, int64_t T, int64_t Hv, int64_t Dk, int64_t Dv,
+                                       const GatedDeltaNetParams& p) {
+  GatedDeltaNetArgs a;
+  a.T = T, a.Hv = Hv, a.Dk = Dk, a.Dv = Dv, a.C = kernel_chunk(p);
+  return be.gated_deltanet_workspace(a);
 }
 
 void gated_deltanet(Backend& be, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& a,
@@ -44,17 +44,10 @@ void gated_deltanet(Backend& be, const Tensor& q, const Tensor& k, const Tensor&
     throw_error(ErrorCode::invalid_argument, "{}: {} value heads do not share {} key heads evenly", kOp, Hv,
                 Hk);
   if (p.chunk_size < 1) throw_error(ErrorCode::invalid_argument, "{}: chunk_size {} < 1", kOp, p.chunk_size);
-  if (be.kind() != DeviceKind::cpu) unsupported_backend(kOp, be);
+  for (const Tensor* t : {&A_log, &dt_bias}) require_support(be, Op::gated_deltanet, t->dtype(), kOp);
   if (T == 0) return;
 
-  // −exp(A_log) and dt_bias widened to f32 once (the 2·Hv floats of the workspace).
-  Tensor params = Tensor::empty(be.pool(), DType::f32, {2, Hv}, "gated_deltanet parameters");
-  float* P = params.ptr<float>();
-  for (int64_t h = 0; h < Hv; ++h) {
-    P[h] = -std::exp(param_at(A_log, h));
-    P[Hv + h] = param_at(dt_bias, h);
-  }
-  cpu::GatedDeltaNetArgs g;
+  GatedDeltaNetArgs g;
   g.T = T, g.Hk = Hk, g.Hv = Hv, g.Dk = Dk, g.Dv = Dv, g.C = kernel_chunk(p);
   g.qk_l2norm = p.qk_l2norm, g.eps = p.l2norm_eps;
   g.q = q.ptr<float>(), g.q_st = stride_floats(kOp, "q", q, 0), g.q_sh = stride_floats(kOp, "q", q, 1);
@@ -62,11 +55,11 @@ void gated_deltanet(Backend& be, const Tensor& q, const Tensor& k, const Tensor&
   g.v = v.ptr<float>(), g.v_st = stride_floats(kOp, "v", v, 0), g.v_sh = stride_floats(kOp, "v", v, 1);
   g.a = a.ptr<float>(), g.a_st = stride_floats(kOp, "a", a, 0), g.a_sh = stride_floats(kOp, "a", a, 1);
   g.b = b.ptr<float>(), g.b_st = stride_floats(kOp, "b", b, 0), g.b_sh = stride_floats(kOp, "b", b, 1);
-  g.neg_A = P, g.dt_bias = P + Hv;
+  g.A_log = {A_log.data(), A_log.dtype()}, g.dt_bias = {dt_bias.data(), dt_bias.dtype()};
   g.state = state.ptr<float>();
   g.out = out.ptr<float>(), g.o_st = stride_floats(kOp, "out", out, 0),
   g.o_sh = stride_floats(kOp, "out", out, 1);
-  cpu::gated_deltanet(static_cast<CpuBackend&>(be), g);
+  be.gated_deltanet(g);
 }
 
 }  // namespace keel::ops

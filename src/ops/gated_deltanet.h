@@ -45,13 +45,14 @@ void gated_deltanet(Backend& be, const Tensor& q, const Tensor& k, const Tensor&
                     const Tensor& b, const Tensor& A_log, const Tensor& dt_bias, Tensor& state, Tensor& out,
                     const GatedDeltaNetParams& p);
 
-// Bytes gated_deltanet takes from the pool, exactly: 0 when T = 0, else 4·(2·Hv + workers·F) with
-// workers = min(n_threads, Hv): the parameter floats and each worker's scratch of F floats:
+// Bytes gated_deltanet takes from be's pool, exactly (the backend states it). The CPU's: 0 when T = 0, else
+// 4·(2·Hv + workers·F) with workers = min(threads, Hv): the parameter floats and each worker's scratch of F
+// floats:
 //   recurrent, or chunked at T = 1:  F = 3·Dk + 2·Dv   (q, k, next k, Sᵀk and v' rows);
 //   chunked at T > 1, with Ce = min(chunk_size, T), Cp = pad16(Ce):
 //     F = Ce·(3·Dk + Dv + Cp) + 2·Cp + max(Cp, pad16(Dk)) + Dk·Cp   (Q, K, W, U, A, γ, β, a row, Kᵀ).
 // Independent of T once T ≥ chunk_size (recurrent: for every T ≥ 1).
-int64_t gated_deltanet_workspace_bytes(int64_t T, int64_t Hv, int64_t Dk, int64_t Dv,
-                                       const GatedDeltaNetParams& p, int n_threads);
+int64_t gated_deltanet_workspace_bytes(const Backend& be, int64_t T, int64_t Hv, int64_t Dk, int64_t Dv,
+                                       const GatedDeltaNetParams& p);
 
 }  // namespace keel::ops

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "backend/cpu/moe.h"
 #include "core/error.h"
 #include "ops/activation.h"
 #include "ops/matmul.h"
@@ -15,8 +14,8 @@ namespace {
 constexpr const char* kOp = "moe";
 constexpr auto kWeightDtypes = {DType::f32, DType::bf16, DType::f16};
 
-int64_t mm(int64_t T, int64_t in, int64_t out, DType d, int n_threads) {
-  return matmul_workspace_bytes(T, in, out, d, n_threads);
+int64_t mm(const Backend& be, int64_t T, int64_t in, int64_t out, const WeightFormat& d) {
+  return matmul_workspace_bytes(be, T, in, out, d);
 }
 
 // The bytes of the (token, weight) pairs grouped by expert, and of the routing result.
@@ -26,38 +25,50 @@ int64_t grouping_bytes(const MoeShape& s) {
 int64_t routing_bytes(const MoeShape& s) {
   return 8 * s.T * s.top_k;
 }
-int64_t router_bias_bytes(const MoeShape& s) {
-  return s.router_bias ? 4 * s.E : 0;
+int64_t router_bias_bytes(const Backend& be, const MoeShape& s) {
+  return moe_route_workspace_bytes(be, s.T, s.E, s.router_bias);
 }
 
-// An expert MLP's weights: shapes [I, H] (up, gate) and [H, I] (down), one dtype for all experts.
+// An expert MLP's weights: shapes [I, H] (up, gate) and [H, I] (down), one format for all experts.
+bool same_format(const Weight& a, const Weight& b) {
+  return a.dtype() == b.dtype() && a.bits == b.bits && a.group_size == b.group_size &&
+         (!a.is_packed() || a.scales.dtype() == b.scales.dtype());
+}
+
 void check_expert_weights(const MoeWeights& w, int64_t H, bool swiglu, int64_t& E, int64_t& I) {
   E = static_cast<int64_t>(w.up.size());
   if (E == 0) throw_error(ErrorCode::invalid_argument, "{}: no expert weights", kOp);
   if (static_cast<int64_t>(w.down.size()) != E || static_cast<int64_t>(w.gate.size()) != (swiglu ? E : 0))
     throw_error(ErrorCode::invalid_argument, "{}: {} up, {} gate, {} down expert weights (want {} each{})",
                 kOp, w.up.size(), w.gate.size(), w.down.size(), E, swiglu ? "" : ", no gate for relu2");
-  I = w.up[0].ndim() == 2 ? w.up[0].dim(0) : 0;
-  check_tensor(kOp, "experts.0.up_proj", w.up[0], kWeightDtypes, {I, H});
-  const DType d = w.up[0].dtype();
-  auto ok = [&](const Tensor& t, int64_t rows, int64_t cols) {
-    return t.dtype() == d && t.ndim() == 2 && t.dim(0) == rows && t.dim(1) == cols &&
-           (cols <= 1 || t.stride_bytes(1) == dtype_info(d).block_bytes);
+  I = w.up[0].ndim() == 2 ? w.up[0].rows() : 0;
+  check_weight(kOp, "experts.0.up_proj", w.up[0], kWeightDtypes, I, H);
+  const Weight& first = w.up[0];
+  const DType d = first.dtype();
+  auto ok = [&](const Weight& t, int64_t rows, int64_t cols) {
+    return same_format(t, first) && t.ndim() == 2 && t.rows() == rows && t.cols() == cols &&
+           (t.data.dim(1) <= 1 || t.data.stride_bytes(1) == dtype_info(d).block_bytes);
   };
-  for (int64_t e = 0; e < E; ++e) {  // names are formatted only for the error
-    if (!ok(w.up[e], I, H)) check_tensor(kOp, fmt::format("experts.{}.up_proj", e), w.up[e], {d}, {I, H});
-    if (!ok(w.down[e], H, I))
-      check_tensor(kOp, fmt::format("experts.{}.down_proj", e), w.down[e], {d}, {H, I});
-    if (swiglu && !ok(w.gate[e], I, H))
-      check_tensor(kOp, fmt::format("experts.{}.gate_proj", e), w.gate[e], {d}, {I, H});
+  auto check = [&](const Weight& t, const char* what, int64_t e, int64_t rows, int64_t cols) {
+    if (ok(t, rows, cols)) return;  // names are formatted only for the error
+    const std::string name = fmt::format("experts.{}.{}", e, what);
+    if (!same_format(t, first))
+      throw_error(ErrorCode::invalid_argument, "{}: {} is {}, experts.0.up_proj {}", kOp, name, t.describe(),
+                  first.describe());
+    check_weight(kOp, name, t, {d}, rows, cols);
+  };
+  for (int64_t e = 0; e < E; ++e) {
+    check(w.up[e], "up_proj", e, I, H);
+    check(w.down[e], "down_proj", e, H, I);
+    if (swiglu) check(w.gate[e], "gate_proj", e, I, H);
   }
 }
 
 // One MLP over the rows of xin: hidden = act(up(x)) or silu(gate(x)) ⊙ up(x) in `hidden` ([n, I] or [n, 2I]),
 // then y = down(hidden).
-void run_mlp(Backend& be, const Tensor& xin, const Tensor& up, const Tensor* gate, const Tensor& down,
+void run_mlp(Backend& be, const Tensor& xin, const Weight& up, const Weight* gate, const Weight& down,
              Tensor& hidden, Tensor& y) {
-  const int64_t I = up.dim(0);
+  const int64_t I = up.rows();
   if (gate) {
     Tensor g = hidden.slice(1, 0, I), u = hidden.slice(1, I, I);
     matmul(be, xin, *gate, g);
@@ -73,28 +84,31 @@ void run_mlp(Backend& be, const Tensor& xin, const Tensor& up, const Tensor* gat
 
 }  // namespace
 
-int64_t moe_route_workspace_bytes(int64_t E, bool router_bias) {
-  return router_bias ? 4 * E : 0;
+int64_t moe_route_workspace_bytes(const Backend& be, int64_t T, int64_t E, bool router_bias) {
+  MoeRouteArgs a;
+  a.T = T, a.E = E;
+  if (router_bias) a.bias.data = &a;  // only "a bias is given" matters for the size
+  return be.moe_route_workspace(a);
 }
 
-int64_t moe_experts_workspace_bytes(const MoeShape& s, int n_threads) {
+int64_t moe_experts_workspace_bytes(const Backend& be, const MoeShape& s) {
   if (s.T == 0) return 0;
   const int64_t f = s.swiglu ? 2 : 1;
   return grouping_bytes(s) + 4 * s.T * (2 * s.H + f * s.I) +
-         std::max(mm(s.T, s.H, s.I, s.weight_dtype, n_threads), mm(s.T, s.I, s.H, s.weight_dtype, n_threads));
+         std::max(mm(be, s.T, s.H, s.I, s.weight_dtype), mm(be, s.T, s.I, s.H, s.weight_dtype));
 }
 
-int64_t moe_workspace_bytes(const MoeShape& s, int n_threads) {
+int64_t moe_workspace_bytes(const Backend& be, const MoeShape& s) {
   if (s.T == 0) return 0;
   const int64_t f = s.swiglu ? 2 : 1;
   int64_t peak = 0;
   if (s.Is > 0)
-    peak = 4 * s.T * f * s.Is + std::max(mm(s.T, s.H, s.Is, s.shared_dtype, n_threads),
-                                         mm(s.T, s.Is, s.H, s.shared_dtype, n_threads));
-  if (s.Is > 0 && s.shared_gate) peak = std::max(peak, 4 * s.T + mm(s.T, s.H, 1, s.shared_dtype, n_threads));
-  peak = std::max(peak, 4 * s.T * s.E + std::max(mm(s.T, s.H, s.E, s.router_dtype, n_threads),
-                                                 routing_bytes(s) + router_bias_bytes(s)));
-  return std::max(peak, routing_bytes(s) + moe_experts_workspace_bytes(s, n_threads));
+    peak = 4 * s.T * f * s.Is +
+           std::max(mm(be, s.T, s.H, s.Is, s.shared_dtype), mm(be, s.T, s.Is, s.H, s.shared_dtype));
+  if (s.Is > 0 && s.shared_gate) peak = std::max(peak, 4 * s.T + mm(be, s.T, s.H, 1, s.shared_dtype));
+  peak = std::max(peak, 4 * s.T * s.E + std::max(mm(be, s.T, s.H, s.E, s.router_dtype),
+                                                 routing_bytes(s) + router_bias_bytes(be, s)));
+  return std::max(peak, routing_bytes(s) + moe_experts_workspace_bytes(be, s));
 }
 
 void moe_route(Backend& be, const Tensor& logits, const Tensor& router_bias, const MoeParams& p,
@@ -103,34 +117,30 @@ void moe_route(Backend& be, const Tensor& logits, const Tensor& router_bias, con
   const int64_t T = logits.dim(0), E = logits.dim(1), k = p.top_k;
   check_contiguous(kOp, "indices", indices, {DType::i32}, {T, k});
   check_contiguous(kOp, "weights", weights, {DType::f32}, {T, k});
-  if (k < 1 || k > E || k > cpu::kMoeMaxTopK)
+  if (k < 1 || k > E || k > kMoeMaxTopK)
     throw_error(ErrorCode::invalid_argument, "{}: top_k {} with {} experts (1 ≤ top_k ≤ min(E, {}))", kOp, k,
-                E, cpu::kMoeMaxTopK);
+                E, kMoeMaxTopK);
   const bool grouped = p.router == MoeRouter::sigmoid_grouped;
   if (grouped) {
     const int64_t G = p.n_group;
-    if (G < 1 || G > cpu::kMoeMaxGroups || E % G != 0 || p.topk_group < 1 || p.topk_group > G ||
+    if (G < 1 || G > kMoeMaxGroups || E % G != 0 || p.topk_group < 1 || p.topk_group > G ||
         (G > 1 && E / G < 2) || k > p.topk_group * (E / G))
       throw_error(ErrorCode::invalid_argument,
                   "{}: {} experts in n_group {} keeping topk_group {} cannot yield top_k {} (groups need ≥ 2 "
                   "experts, n_group ≤ {})",
-                  kOp, E, G, p.topk_group, k, cpu::kMoeMaxGroups);
+                  kOp, E, G, p.topk_group, k, kMoeMaxGroups);
   }
-  Tensor bias;  // router_bias widened to f32, when given
-  if (grouped && router_bias.defined()) {
+  if (grouped && router_bias.defined())
     check_contiguous(kOp, "e_score_correction_bias", router_bias, kWeightDtypes, {E});
-    bias = Tensor::empty(be.pool(), DType::f32, {E}, "moe router bias");
-    for (int64_t e = 0; e < E; ++e) bias.ptr<float>()[e] = param_at(router_bias, e);
-  }
-  CpuBackend& cpu = cpu_backend(kOp, be);
-  cpu::MoeRouteArgs a;
+  require_support(be, Op::moe, DType::f32, "moe_route");
+  MoeRouteArgs a;
   a.T = T, a.E = E, a.top_k = k, a.sigmoid_grouped = grouped;
   a.n_group = p.n_group, a.topk_group = p.topk_group, a.norm_topk_prob = p.norm_topk_prob;
   a.scaling = p.routed_scaling_factor;
   a.logits = logits.ptr<float>(), a.logits_st = stride_floats(kOp, "router logits", logits, 0);
-  a.bias = bias.defined() && E > 0 ? bias.ptr<float>() : nullptr;
+  if (grouped && router_bias.defined()) a.bias = ParamVec{router_bias.data(), router_bias.dtype()};
   a.indices = indices.ptr<int32_t>(), a.weights = weights.ptr<float>();
-  cpu::moe_route(cpu, a);
+  be.moe_route(a);
 }
 
 void moe_experts(Backend& be, const Tensor& x, const Tensor& indices, const Tensor& weights,
@@ -144,7 +154,7 @@ void moe_experts(Backend& be, const Tensor& x, const Tensor& indices, const Tens
   const int64_t k = indices.dim(1);
   check_contiguous(kOp, "weights", weights, {DType::f32}, {T, k});
   check_tensor(kOp, "out", out, {DType::f32}, {T, H});
-  CpuBackend& cpu = cpu_backend(kOp, be);
+  require_support(be, Op::moe, w.up[0], kOp);
   if (T == 0) return;
 
   // Group the (token, slot) pairs by expert: a counting sort, tokens ascending within an expert.
@@ -178,43 +188,44 @@ void moe_experts(Backend& be, const Tensor& x, const Tensor& indices, const Tens
     const int64_t n = off[e + 1] - off[e];
     if (n == 0) continue;
     const int32_t* rows = tokens.ptr<int32_t>() + off[e];
-    cpu::moe_gather(cpu, x.ptr<float>(), x_st, rows, n, H, xe.ptr<float>(), H);
+    be.move_rows(MoveRowsArgs{RowsOp::gather, x.ptr<float>(), x_st, rows, nullptr, n, H, xe.ptr<float>(), H});
     Tensor xn = xe.slice(0, 0, n), hn = hidden.slice(0, 0, n), yn = ye.slice(0, 0, n);
     run_mlp(be, xn, w.up[e], swiglu ? &w.gate[e] : nullptr, w.down[e], hn, yn);
-    cpu::moe_scatter_add(cpu, ye.ptr<float>(), H, rows, scales.ptr<float>() + off[e], n, H, out.ptr<float>(),
-                         out_st);
+    be.move_rows(MoveRowsArgs{RowsOp::scatter_add, ye.ptr<float>(), H, rows, scales.ptr<float>() + off[e], n,
+                              H, out.ptr<float>(), out_st});
   }
 }
 
 void moe(Backend& be, const Tensor& x, const MoeWeights& w, const MoeParams& p, Tensor& out) {
   check_tensor(kOp, "x", x, {DType::f32}, {kAnyDim, kAnyDim});
   const int64_t T = x.dim(0), H = x.dim(1);
-  check_tensor(kOp, "gate.weight (router)", w.router, kWeightDtypes, {kAnyDim, H});
-  const int64_t E = w.router.dim(0), k = p.top_k;
+  check_weight(kOp, "gate.weight (router)", w.router, kWeightDtypes, kAnyDim, H);
+  const int64_t E = w.router.rows(), k = p.top_k;
   check_tensor(kOp, "out", out, {DType::f32}, {T, H});
   if (static_cast<int64_t>(w.up.size()) != E)
     throw_error(ErrorCode::invalid_argument, "{}: router has {} experts, {} expert weights given", kOp, E,
                 w.up.size());
   const bool swiglu = p.activation == MoeActivation::swiglu;
-  CpuBackend& cpu = cpu_backend(kOp, be);
+  require_support(be, Op::moe, w.router, kOp);
   if (T == 0) return;
 
   // Shared expert first, written straight into out (scaled by its sigmoid gate when there is one).
   if (w.shared_up.defined()) {
-    check_tensor(kOp, "shared_expert.up_proj", w.shared_up, kWeightDtypes, {kAnyDim, H});
-    const int64_t Is = w.shared_up.dim(0);
-    check_tensor(kOp, "shared_expert.down_proj", w.shared_down, {w.shared_up.dtype()}, {H, Is});
-    if (swiglu) check_tensor(kOp, "shared_expert.gate_proj", w.shared_gate, {w.shared_up.dtype()}, {Is, H});
+    check_weight(kOp, "shared_expert.up_proj", w.shared_up, kWeightDtypes, kAnyDim, H);
+    const int64_t Is = w.shared_up.rows();
+    check_weight(kOp, "shared_expert.down_proj", w.shared_down, {w.shared_up.dtype()}, H, Is);
+    if (swiglu) check_weight(kOp, "shared_expert.gate_proj", w.shared_gate, {w.shared_up.dtype()}, Is, H);
     {
       Tensor hidden = Tensor::empty(be.pool(), DType::f32, {T, (swiglu ? 2 : 1) * Is}, "moe shared hidden");
       run_mlp(be, x, w.shared_up, swiglu ? &w.shared_gate : nullptr, w.shared_down, hidden, out);
     }
     if (w.shared_expert_gate.defined()) {
-      check_tensor(kOp, "shared_expert_gate", w.shared_expert_gate, {w.shared_up.dtype()}, {1, H});
+      check_weight(kOp, "shared_expert_gate", w.shared_expert_gate, {w.shared_up.dtype()}, 1, H);
       Tensor g = Tensor::empty(be.pool(), DType::f32, {T, 1}, "moe shared gate");
       matmul(be, x, w.shared_expert_gate, g);
       activation(be, g, g, Activation::sigmoid);
-      cpu::moe_scale_rows(cpu, g.ptr<float>(), T, H, out.ptr<float>(), stride_floats(kOp, "out", out, 0));
+      be.move_rows(MoveRowsArgs{RowsOp::scale, nullptr, 0, nullptr, g.ptr<float>(), T, H, out.ptr<float>(),
+                                stride_floats(kOp, "out", out, 0)});
     }
   } else {
     for (int64_t t = 0; t < T; ++t) std::fill_n(static_cast<float*>(out.at(t)), H, 0.0f);

@@ -21,6 +21,7 @@
 
 #include "backend/backend.h"
 #include "core/tensor.h"
+#include "core/weight.h"
 
 namespace keel::ops {
 
@@ -36,17 +37,18 @@ struct MoeParams {
   float routed_scaling_factor = 1.0f;   // sigmoid_grouped only
 };
 
-// Weights in their stored dtype (f32/bf16/f16) and HF layout [out, in]. Fused 3-D expert tensors [E, out, in]
-// pass as per-expert views (t.select(e); a fused gate_up [E, 2I, H] as .slice(0, 0, I) and .slice(0, I, I)).
+// Matrices are Weights (core/weight.h: dense f32/bf16/f16 as stored, or packed) in HF layout [out, in]. Fused
+// 3-D expert tensors [E, out, in] pass as per-expert views (w.select(e); a fused gate_up [E, 2I, H] as
+// .slice_rows(0, I) and .slice_rows(I, I)). All experts share one format.
 struct MoeWeights {
-  Tensor router;             // [E, H] gate.weight
+  Weight router;             // [E, H] gate.weight
   Tensor router_bias;        // [E] e_score_correction_bias (f32/bf16/f16) or undefined
-  std::vector<Tensor> up;    // E × [I, H]
-  std::vector<Tensor> gate;  // E × [I, H] for swiglu, empty for relu2
-  std::vector<Tensor> down;  // E × [H, I]
-  Tensor shared_up, shared_gate,
+  std::vector<Weight> up;    // E × [I, H]
+  std::vector<Weight> gate;  // E × [I, H] for swiglu, empty for relu2
+  std::vector<Weight> down;  // E × [H, I]
+  Weight shared_up, shared_gate,
       shared_down;            // [Is, H], [Is, H] (swiglu), [H, Is]; undefined: no shared expert
-  Tensor shared_expert_gate;  // [1, H] or undefined (qwen3_5_moe's sigmoid gate)
+  Weight shared_expert_gate;  // [1, H] or undefined (qwen3_5_moe's sigmoid gate)
 };
 
 // Router only: logits [T, E] f32 → expert indices [T, top_k] i32 and weights [T, top_k] f32 (per the family).
@@ -62,20 +64,21 @@ void moe_experts(Backend& be, const Tensor& x, const Tensor& indices, const Tens
 // The whole block: x [T, H] f32 → out [T, H] f32 (written).
 void moe(Backend& be, const Tensor& x, const MoeWeights& w, const MoeParams& p, Tensor& out);
 
-// Sizes the plans need; `weight_dtype` is the experts' (router and shared expert: router_dtype,
+// Sizes the plans need; `weight_dtype` is the experts' format (router and shared expert: router_dtype,
 // shared_dtype).
 struct MoeShape {
   int64_t T = 0, H = 0, E = 0, top_k = 1, I = 0, Is = 0;  // Is = 0: no shared expert
   bool swiglu = true, shared_gate = false, router_bias = false;
-  DType router_dtype = DType::f32, weight_dtype = DType::f32, shared_dtype = DType::f32;
+  WeightFormat router_dtype = DType::f32, weight_dtype = DType::f32, shared_dtype = DType::f32;
 };
 
 // Bytes moe_experts / moe take from the pool, exactly in the worst case of the routing (every matmul's panel
 // workspace counted for T rows; the pool measures less when no expert gets enough tokens to widen panels).
 // The largest single allocation is T × max(E, H, (1 + swiglu)·max(I, Is)) floats; the total is bounded by
 // T × (2H + (1 + swiglu)·I) floats plus the routing arrays and matmul panels, independent of the prompt.
-int64_t moe_route_workspace_bytes(int64_t E, bool router_bias);
-int64_t moe_experts_workspace_bytes(const MoeShape& s, int n_threads);
-int64_t moe_workspace_bytes(const MoeShape& s, int n_threads);
+// All three ask `be` (the backend's matmul and routing workspace).
+int64_t moe_route_workspace_bytes(const Backend& be, int64_t T, int64_t E, bool router_bias);
+int64_t moe_experts_workspace_bytes(const Backend& be, const MoeShape& s);
+int64_t moe_workspace_bytes(const Backend& be, const MoeShape& s);
 
 }  // namespace keel::ops

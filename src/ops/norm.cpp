@@ -2,9 +2,6 @@
 
 #include <string_view>
 
-#include "backend/cpu/cpu_backend.h"
-#include "backend/cpu/norm.h"
-#include "backend/cpu/thread_pool.h"
 #include "core/error.h"
 #include "ops/op_check.h"
 #include "ops/rows.h"
@@ -25,20 +22,12 @@ void check_rows(std::string_view op, std::string_view name, const Tensor& t, con
                 t.shape_string());
 }
 
-cpu::NormWeight norm_weight(std::string_view op, const Tensor& w, int64_t size_a, int64_t size_b,
-                            bool one_plus) {
+NormWeight norm_weight(std::string_view op, const Tensor& w, int64_t size_a, int64_t size_b, bool one_plus) {
   check_contiguous(op, "weight", w, {DType::f32, DType::bf16, DType::f16}, {kAnyDim});
   if (w.dim(0) != size_a && w.dim(0) != size_b)
     throw_error(ErrorCode::invalid_argument, "{}: weight must be [{}]{}, got {}", op, size_a,
                 size_b != size_a ? fmt::format(" or [{}]", size_b) : "", w.shape_string());
-  return cpu::NormWeight{w.data(), w.dtype(), w.dim(0), one_plus};
-}
-
-template <class Fn>
-void for_each_row(CpuBackend& be, const Tensor& x, Fn fn) {
-  be.threads()->parallel_for(row_count(x), [&](int64_t begin, int64_t end, int) {
-    for (int64_t r = begin; r < end; ++r) fn(r);
-  });
+  return NormWeight{w.data(), w.dtype(), w.dim(0), one_plus};
 }
 
 }  // namespace
@@ -47,10 +36,10 @@ void rms_norm(Backend& be, const Tensor& x, const Tensor& weight, Tensor& out, c
   check_rows("rms_norm", "x", x, nullptr);
   check_rows("rms_norm", "out", out, &x);
   const int64_t d = x.dim(-1);
-  const cpu::NormWeight w = norm_weight("rms_norm", weight, d, d, p.scale == NormScale::one_plus_weight);
+  const NormWeight w = norm_weight("rms_norm", weight, d, d, p.scale == NormScale::one_plus_weight);
+  require_support(be, Op::rms_norm, weight.dtype(), "rms_norm");
   if (d == 0) return;
-  for_each_row(cpu_backend("rms_norm", be), x,
-               [&](int64_t r) { cpu::rms_norm_row(row_f32(x, r), row_f32(out, r), d, d, w, p.eps); });
+  be.rms_norm(RmsNormArgs{rows_of(x), rows_of(out), w, p.eps});
 }
 
 void gated_rms_norm(Backend& be, const Tensor& x, const Tensor& z, const Tensor& weight, Tensor& out,
@@ -64,23 +53,16 @@ void gated_rms_norm(Backend& be, const Tensor& x, const Tensor& z, const Tensor&
                 c);
   if (p.order == GateOrder::norm_then_gate && out.data() == z.data() && c > 0)
     throw_error(ErrorCode::invalid_argument, "gated_rms_norm: norm_then_gate cannot write over z");
-  const cpu::NormWeight w = norm_weight("gated_rms_norm", weight, c, g, false);
-  CpuBackend& cpu = cpu_backend("gated_rms_norm", be);
-  for_each_row(cpu, x, [&](int64_t r) {
-    if (p.order == GateOrder::gate_then_norm)
-      cpu::rms_norm_gate_then_norm_row(cpu.isa(), row_f32(x, r), row_f32(z, r), row_f32(out, r), c, g, w,
-                                       p.eps);
-    else
-      cpu::rms_norm_then_gate_row(cpu.isa(), row_f32(x, r), row_f32(z, r), row_f32(out, r), c, g, w, p.eps);
-  });
+  const NormWeight w = norm_weight("gated_rms_norm", weight, c, g, false);
+  require_support(be, Op::rms_norm, weight.dtype(), "gated_rms_norm");
+  be.gated_rms_norm(GatedRmsNormArgs{rows_of(x), rows_of(z), rows_of(out), w, g, p.order, p.eps});
 }
 
 void l2_norm(Backend& be, const Tensor& x, Tensor& out, float eps) {
   check_rows("l2_norm", "x", x, nullptr);
   check_rows("l2_norm", "out", out, &x);
-  const int64_t d = x.dim(-1);
-  for_each_row(cpu_backend("l2_norm", be), x,
-               [&](int64_t r) { cpu::l2_norm_row(row_f32(x, r), row_f32(out, r), d, eps); });
+  require_support(be, Op::l2_norm, DType::f32, "l2_norm");
+  be.l2_norm(L2NormArgs{rows_of(x), rows_of(out), eps});
 }
 
 }  // namespace keel::ops

@@ -26,10 +26,9 @@ struct RmsNormParams {
 // out = x / sqrt(mean(x²) + eps) ⊙ w (or ⊙ (1 + w)) over the last dimension d; weight [d].
 void rms_norm(Backend& be, const Tensor& x, const Tensor& weight, Tensor& out, const RmsNormParams& p);
 
-enum class GateOrder {
-  gate_then_norm,  // Mamba2: v = x ⊙ silu(z); out = v / sqrt(mean_group(v²) + eps) ⊙ w
-  norm_then_gate,  // Gated DeltaNet: out = (x / sqrt(mean_group(x²) + eps) ⊙ w) ⊙ silu(z)
-};
+// gate_then_norm (Mamba2): v = x ⊙ silu(z); out = v / sqrt(mean_group(v²) + eps) ⊙ w
+// norm_then_gate (Gated DeltaNet): out = (x / sqrt(mean_group(x²) + eps) ⊙ w) ⊙ silu(z)
+using keel::GateOrder;
 
 struct GatedRmsNormParams {
   float eps = 1e-6f;

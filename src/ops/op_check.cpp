@@ -4,7 +4,6 @@
 
 #include <string>
 
-#include "backend/cpu/cpu_backend.h"
 #include "core/error.h"
 
 namespace keel::ops {
@@ -49,13 +48,32 @@ void check_contiguous(std::string_view op, std::string_view name, const Tensor& 
     throw_error(ErrorCode::invalid_argument, "{}: {} {} must be contiguous", op, name, t.shape_string());
 }
 
-void unsupported_backend(std::string_view op, const Backend& be) {
-  throw_error(ErrorCode::unsupported, "{}: no kernel for backend {}", op, be.name());
+void check_weight(std::string_view op, std::string_view name, const Weight& w,
+                  std::initializer_list<DType> dense_dtypes, int64_t rows, int64_t cols) {
+  if (!w.is_packed()) return check_tensor(op, name, w.data, dense_dtypes, {rows, cols});
+  const std::string words = fmt::format("{} (packed words)", name);
+  check_tensor(op, words, w.data, {DType::u32}, {rows, cols == kAnyDim ? kAnyDim : cols * w.bits / 32});
+  if (cols != kAnyDim && cols * w.bits % 32 != 0)
+    throw_error(ErrorCode::invalid_argument, "{}: {} has {} columns, not whole {}-bit words", op, name, cols,
+                w.bits);
+  const int64_t groups = w.cols() / w.group_size;
+  check_tensor(op, fmt::format("{} scales", name), w.scales, {DType::f32, DType::bf16, DType::f16},
+               {w.rows(), groups});
+  check_tensor(op, fmt::format("{} biases", name), w.biases, {w.scales.dtype()}, {w.rows(), groups});
 }
 
-CpuBackend& cpu_backend(std::string_view op, Backend& be) {
-  if (be.kind() != DeviceKind::cpu) unsupported_backend(op, be);
-  return static_cast<CpuBackend&>(be);
+void require_support(const Backend& be, Op op, DType dtype, std::string_view what) {
+  if (!be.supports(op, dtype))
+    throw_error(ErrorCode::unsupported, "{}: backend {} has no kernel for {}", what, be.name(),
+                dtype_name(dtype));
+}
+
+void require_support(const Backend& be, Op op, const Weight& w, std::string_view what) {
+  if (!w.is_packed()) return require_support(be, op, w.dtype(), what);
+  if (!be.supports(op, DType::u32))
+    throw_error(ErrorCode::unsupported,
+                "{}: backend {} has no kernel for {}-bit packed weights (group size {})", what, be.name(),
+                w.bits, w.group_size);
 }
 
 }  // namespace keel::ops

@@ -7,10 +7,7 @@
 
 #include "backend/backend.h"
 #include "core/tensor.h"
-
-namespace keel {
-class CpuBackend;
-}
+#include "core/weight.h"
 
 namespace keel::ops {
 
@@ -23,9 +20,18 @@ void check_tensor(std::string_view op, std::string_view name, const Tensor& t,
 // As check_tensor, and the whole tensor is contiguous.
 void check_contiguous(std::string_view op, std::string_view name, const Tensor& t,
                       std::initializer_list<DType> dtypes, std::initializer_list<int64_t> shape);
-// Throws Error(unsupported) for a backend the op has no kernel for.
-[[noreturn]] void unsupported_backend(std::string_view op, const Backend& be);
-// `be` as the CPU backend, or Error(unsupported) naming the op.
-CpuBackend& cpu_backend(std::string_view op, Backend& be);
+// A Weight of logical shape [rows, cols] (kAnyDim matches any): dense in one of `dense_dtypes`, or packed
+// (u32 words [rows, cols·bits/32], f32/bf16/f16 scales and biases [rows, cols/group_size]); rows contiguous.
+void check_weight(std::string_view op, std::string_view name, const Weight& w,
+                  std::initializer_list<DType> dense_dtypes, int64_t rows, int64_t cols);
+
+// Asks the backend before work is placed on it: Error(unsupported) naming the op, the backend and the dtype
+// (of the weight, or the input for ops without weights) when be.supports(op, dtype) says no.
+void require_support(const Backend& be, Op op, DType dtype, std::string_view what);
+inline void require_support(const Backend& be, Op op, DType dtype) {
+  require_support(be, op, dtype, op_name(op));
+}
+// The same for a weight: names "4-bit (group 64)" packed weights, whose words are u32.
+void require_support(const Backend& be, Op op, const Weight& w, std::string_view what);
 
 }  // namespace keel::ops

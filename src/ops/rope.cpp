@@ -1,10 +1,8 @@
 #include "ops/rope.h"
 
+#include <cmath>
 #include <vector>
 
-#include "backend/cpu/cpu_backend.h"
-#include "backend/cpu/rope.h"
-#include "backend/cpu/thread_pool.h"
 #include "core/error.h"
 #include "ops/op_check.h"
 
@@ -14,25 +12,44 @@ int64_t rope_rotary_dim(int64_t head_dim, double partial_rotary_factor) {
   return static_cast<int64_t>(static_cast<double>(head_dim) * partial_rotary_factor);
 }
 
-void rope_cos_sin(Backend& be, const Tensor& positions, Tensor& cos_sin, const RopeParams& p) {
+std::vector<float> rope_inv_freq(double theta, int64_t rotary_dim) {
+  std::vector<float> inv_freq(static_cast<size_t>(rotary_dim / 2));
+  // torch: 1.0 / (base ** (torch.arange(0, dim, 2, dtype=float32) / dim)), every step in float32.
+  const float base = static_cast<float>(theta), dim = static_cast<float>(rotary_dim);
+  for (int64_t i = 0; i < rotary_dim / 2; ++i) {
+    const float exponent = static_cast<float>(2 * i) / dim;
+    inv_freq[static_cast<size_t>(i)] = 1.0f / std::pow(base, exponent);
+  }
+  return inv_freq;
+}
+
+void rope_cos_sin(Backend& be, const Tensor& positions, std::span<const float> inv_freq, Tensor& cos_sin) {
   check_contiguous("rope_cos_sin", "positions", positions, {DType::i32}, {kAnyDim});
-  const int64_t T = positions.dim(0), R = p.rotary_dim;
-  if (R <= 0 || R % 2 != 0)
-    throw_error(ErrorCode::invalid_argument, "rope_cos_sin: rotary_dim must be even and positive, got {}", R);
-  if (!(p.theta > 1.0))
-    throw_error(ErrorCode::invalid_argument, "rope_cos_sin: theta must be > 1, got {}", p.theta);
+  const int64_t T = positions.dim(0), R = 2 * static_cast<int64_t>(inv_freq.size());
+  if (R <= 0) throw_error(ErrorCode::invalid_argument, "rope_cos_sin: no frequencies");
   check_tensor("rope_cos_sin", "cos_sin", cos_sin, {DType::f32}, {T, R});
-  CpuBackend& cpu = cpu_backend("rope_cos_sin", be);
-  std::vector<float> inv_freq(static_cast<size_t>(R / 2));  // R/2 floats of host bookkeeping, not a tensor
-  cpu::rope_inv_freq(p.theta, R, inv_freq.data());
+  require_support(be, Op::rope, DType::f32, "rope_cos_sin");
   const int32_t* pos = positions.ptr<const int32_t>();
   for (int64_t t = 0; t < T; ++t)
     if (pos[t] < 0)
       throw_error(ErrorCode::invalid_argument, "rope_cos_sin: position {} at token {}", pos[t], t);
-  cpu.threads()->parallel_for(T, [&](int64_t begin, int64_t end, int) {
-    for (int64_t t = begin; t < end; ++t)
-      cpu::rope_cos_sin_row(pos[t], inv_freq.data(), R, static_cast<float*>(cos_sin.at(t)));
-  });
+  RopeCosSinArgs a;
+  a.positions = pos, a.inv_freq = inv_freq.data();
+  a.table = static_cast<char*>(cos_sin.data()), a.table_row_bytes = cos_sin.stride_bytes(0);
+  a.T = T, a.R = R;
+  be.rope_cos_sin(a);
+}
+
+void rope_cos_sin(Backend& be, const Tensor& positions, Tensor& cos_sin, const RopeParams& p) {
+  check_contiguous("rope_cos_sin", "positions", positions, {DType::i32}, {kAnyDim});
+  const int64_t R = p.rotary_dim;
+  if (R <= 0 || R % 2 != 0)
+    throw_error(ErrorCode::invalid_argument, "rope_cos_sin: rotary_dim must be even and positive, got {}", R);
+  if (!(p.theta > 1.0))
+    throw_error(ErrorCode::invalid_argument, "rope_cos_sin: theta must be > 1, got {}", p.theta);
+  check_tensor("rope_cos_sin", "cos_sin", cos_sin, {DType::f32}, {positions.dim(0), R});
+  const std::vector<float> inv_freq = rope_inv_freq(p.theta, R);  // R/2 floats of host bookkeeping
+  rope_cos_sin(be, positions, inv_freq, cos_sin);
 }
 
 void rope(Backend& be, const Tensor& x, const Tensor& cos_sin, Tensor& out) {
@@ -43,14 +60,13 @@ void rope(Backend& be, const Tensor& x, const Tensor& cos_sin, Tensor& out) {
   const int64_t R = cos_sin.dim(1);
   if (R % 2 != 0 || R > D)
     throw_error(ErrorCode::invalid_argument, "rope: rotary_dim {} must be even and ≤ head_dim {}", R, D);
-  CpuBackend& cpu = cpu_backend("rope", be);
-  cpu.threads()->parallel_for(T * H, [&](int64_t begin, int64_t end, int) {
-    for (int64_t i = begin; i < end; ++i) {
-      const int64_t t = i / H, h = i % H;
-      cpu::rope_head(static_cast<const float*>(x.at(t, h)), static_cast<float*>(out.at(t, h)), D, R,
-                     static_cast<const float*>(cos_sin.at(t)));
-    }
-  });
+  require_support(be, Op::rope, DType::f32, "rope");
+  RopeArgs a;
+  a.x = static_cast<const char*>(x.data()), a.x_st = x.stride_bytes(0), a.x_sh = x.stride_bytes(1);
+  a.out = static_cast<char*>(out.data()), a.o_st = out.stride_bytes(0), a.o_sh = out.stride_bytes(1);
+  a.table = static_cast<const char*>(cos_sin.data()), a.table_row_bytes = cos_sin.stride_bytes(0);
+  a.T = T, a.H = H, a.D = D, a.R = R;
+  be.rope(a);
 }
 
 void rope(Backend& be, const Tensor& x, const Tensor& positions, Tensor& out, const RopeParams& p) {

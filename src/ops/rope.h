@@ -4,6 +4,8 @@
 // The cos/sin table of a step can be built once and applied to q and k of every layer.
 #pragma once
 #include <cstdint>
+#include <span>
+#include <vector>
 
 #include "backend/backend.h"
 #include "core/tensor.h"
@@ -18,6 +20,12 @@ struct RopeParams {
 // transformers: int(head_dim · partial_rotary_factor).
 int64_t rope_rotary_dim(int64_t head_dim, double partial_rotary_factor);
 
+// inv_freq[0, R/2) as transformers computes it in float32: 1 / theta^(f32(2i) / R), every step in f32.
+std::vector<float> rope_inv_freq(double theta, int64_t rotary_dim);
+
+// cos_sin [T, 2·inv_freq.size()] f32: row t = cos of f32(inv_freq[i] · positions[t]) for each i, then their
+// sin (models/blocks/rope.h passes its scaled frequencies). positions: i32 [T], ≥ 0.
+void rope_cos_sin(Backend& be, const Tensor& positions, std::span<const float> inv_freq, Tensor& cos_sin);
 // cos_sin [T, rotary_dim] f32: row t = cos of the rotary_dim/2 angles of positions[t], then their sin.
 // positions: i32 [T].
 void rope_cos_sin(Backend& be, const Tensor& positions, Tensor& cos_sin, const RopeParams& p);

@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 
+#include "backend/kernel_args.h"
 #include "core/tensor.h"
 
 namespace keel::ops {
@@ -23,6 +24,17 @@ inline char* row_ptr(const Tensor& t, int64_t r) {
 
 inline float* row_f32(const Tensor& t, int64_t r) {
   return reinterpret_cast<float*>(row_ptr(t, r));
+}
+
+// The rows of an f32 tensor of rank 1..4 as the backend sees them (kernel_args.h F32Rows).
+inline F32Rows rows_of(const Tensor& t) {
+  F32Rows r;
+  r.data = static_cast<char*>(t.data());
+  r.outer = t.ndim() > 0 ? t.ndim() - 1 : 0;
+  for (int d = 0; d < r.outer; ++d) r.dim[d] = t.dim(d), r.stride[d] = t.stride_bytes(d);
+  r.rows = row_count(t);
+  r.n = t.ndim() > 0 ? t.dim(-1) : 1;
+  return r;
 }
 
 // Same rank and sizes.

@@ -4,12 +4,10 @@
 #include <cmath>
 #include <cstring>
 
-#include "backend/cpu/cpu_backend.h"
-#include "backend/cpu/sampling.h"
-#include "backend/cpu/thread_pool.h"
 #include "core/error.h"
 #include "ops/op_check.h"
 #include "ops/rows.h"
+#include "ops/sampling_host.h"
 
 namespace keel::ops {
 
@@ -31,7 +29,7 @@ void check_params(const SamplingParams& p) {
 // The surviving candidates of one row, in pool memory that lives as long as this object.
 struct Filtered {
   Tensor cand_storage, history_storage;
-  const cpu::Candidate* cand = nullptr;
+  const host::Candidate* cand = nullptr;
   int64_t count = 0;
   float max_logit = 0;
   double total = 0;  // Σ weights at the temperature
@@ -42,7 +40,7 @@ Filtered filter(Backend& be, const Tensor& logits, const SamplingParams& p,
                 std::span<const int32_t> history) {
   check_contiguous("sample", "logits", logits, {DType::f32}, {kAnyDim});
   check_params(p);
-  cpu_backend("sample", be);
+  require_support(be, Op::sampling, DType::f32, "sample");
   const int64_t V = logits.dim(0), H = static_cast<int64_t>(history.size());
   if (V == 0) throw_error(ErrorCode::invalid_argument, "sample: empty logits");
   for (int64_t i = 0; i < H; ++i)
@@ -55,17 +53,18 @@ Filtered filter(Backend& be, const Tensor& logits, const SamplingParams& p,
     f.history_storage = Tensor::empty(be.pool(), DType::i32, {H}, "sampling history (sorted)");
     std::memcpy(f.history_storage.data(), history.data(), static_cast<size_t>(H) * 4);
   }
-  auto* cand = f.cand_storage.ptr<cpu::Candidate>();
-  cpu::SamplerConfig c{
+  auto* cand = f.cand_storage.ptr<host::Candidate>();
+  host::SamplerConfig c{
       p.temperature,      p.top_k, p.top_p, p.min_p, p.repetition_penalty, p.presence_penalty,
       p.frequency_penalty};
   bool sorted = false;
-  f.count = cpu::filter_candidates(logits.ptr<const float>(), V,
-                                   H ? f.history_storage.ptr<int32_t>() : nullptr, H, c, cand, &sorted);
+  f.count = host::filter_candidates(logits.ptr<const float>(), V,
+                                    H ? f.history_storage.ptr<int32_t>() : nullptr, H, c, cand, &sorted);
   f.cand = cand;
   f.temperature = p.temperature > 0 ? p.temperature : 1.0f;
-  f.max_logit = std::min_element(cand, cand + f.count, cpu::better)->logit;
-  for (int64_t i = 0; i < f.count; ++i) f.total += cpu::candidate_weight(cand[i], f.max_logit, f.temperature);
+  f.max_logit = std::min_element(cand, cand + f.count, host::better)->logit;
+  for (int64_t i = 0; i < f.count; ++i)
+    f.total += host::candidate_weight(cand[i], f.max_logit, f.temperature);
   return f;
 }
 
@@ -76,11 +75,9 @@ void argmax(Backend& be, const Tensor& logits, Tensor& out) {
   const int64_t rows = logits.dim(0), V = logits.dim(1);
   if (V == 0) throw_error(ErrorCode::invalid_argument, "argmax: empty rows");
   check_contiguous("argmax", "out", out, {DType::i32}, {rows});
-  CpuBackend& cpu = cpu_backend("argmax", be);
-  cpu.threads()->parallel_for(rows, [&](int64_t begin, int64_t end, int) {
-    for (int64_t r = begin; r < end; ++r)
-      out.ptr<int32_t>()[r] = static_cast<int32_t>(cpu::argmax_row(row_f32(logits, r), V));
-  });
+  require_support(be, Op::sampling, DType::f32, "argmax");
+  be.argmax(ArgmaxArgs{static_cast<const char*>(logits.data()), logits.stride_bytes(0), rows, V,
+                       out.ptr<int32_t>()});
 }
 
 int64_t top_k_workspace_bytes(int64_t k) {
@@ -93,11 +90,11 @@ void top_k(Backend& be, const Tensor& logits, int64_t k, Tensor& values, Tensor&
   if (k < 1 || k > V) throw_error(ErrorCode::invalid_argument, "top_k: k = {} with {} logits per row", k, V);
   check_tensor("top_k", "values", values, {DType::f32}, {rows, k});
   check_tensor("top_k", "indices", indices, {DType::i32}, {rows, k});
-  cpu_backend("top_k", be);
+  require_support(be, Op::sampling, DType::f32, "top_k");
   Tensor heap = Tensor::empty(be.pool(), DType::u8, {k * 8}, "top_k heap");
-  auto* h = heap.ptr<cpu::Candidate>();
+  auto* h = heap.ptr<host::Candidate>();
   for (int64_t r = 0; r < rows; ++r) {
-    cpu::top_k_row(row_f32(logits, r), V, k, h);
+    host::top_k_row(row_f32(logits, r), V, k, h);
     for (int64_t i = 0; i < k; ++i) {
       static_cast<float*>(values.at(r, i))[0] = h[i].logit;
       static_cast<int32_t*>(indices.at(r, i))[0] = h[i].id;
@@ -116,7 +113,7 @@ int32_t sample(Backend& be, const Tensor& logits, const SamplingParams& p, std::
   const double target = rng.uniform() * f.total;
   double cum = 0;
   for (int64_t i = 0; i < f.count; ++i) {
-    cum += cpu::candidate_weight(f.cand[i], f.max_logit, f.temperature);
+    cum += host::candidate_weight(f.cand[i], f.max_logit, f.temperature);
     if (target < cum) return f.cand[i].id;
   }
   return f.cand[f.count - 1].id;  // target within rounding of the total
@@ -130,7 +127,7 @@ void sampling_distribution(Backend& be, const Tensor& logits, const SamplingPara
   std::fill(out, out + probs.dim(0), 0.0f);
   for (int64_t i = 0; i < f.count; ++i)
     out[f.cand[i].id] =
-        static_cast<float>(cpu::candidate_weight(f.cand[i], f.max_logit, f.temperature) / f.total);
+        static_cast<float>(host::candidate_weight(f.cand[i], f.max_logit, f.temperature) / f.total);
 }
 
 }  // namespace keel::ops

@@ -9,6 +9,8 @@
 //   temperature 0 is greedy: the best logit after penalties (ties: the lowest id).
 // Ties in every ordering break toward the lower token id. A draw is a pure function of (logits, params,
 // history, RNG state), so a seed reproduces a completion.
+// argmax is a backend kernel; top_k, sample and sampling_distribution run on the host (ops/sampling_host.h)
+// over logits in host memory, on backends that answer supports(sampling) (CPU, reference).
 #pragma once
 #include <cstdint>
 #include <random>

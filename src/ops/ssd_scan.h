@@ -36,11 +36,11 @@ void ssd_scan(Backend& be, const Tensor& x, const Tensor& dt_raw, const Tensor& 
               const Tensor& A_log, const Tensor& dt_bias, const Tensor& D, Tensor& state, Tensor& y,
               const SsdScanParams& p);
 
-// Bytes ssd_scan takes from the pool for these shapes on `n_threads` workers, exactly. With Qe = min(Q, T):
-// 4·(3H + G·Qe·pad16(Qe) + min(n_threads, H)·(3·pad16(Qe) + P·N)) for T > 1 (per-group C·Bᵀ of one chunk;
-// per worker dt/cumsum/coefficient rows and the state transposed), 4·3H for T = 1. Independent of T once T ≥
-// Q.
-int64_t ssd_scan_workspace_bytes(int64_t T, int64_t H, int64_t P, int64_t G, int64_t N, int64_t chunk_size,
-                                 int n_threads);
+// Bytes ssd_scan takes from be's pool for these shapes, exactly (the backend states it). The CPU's, on n
+// threads, with Qe = min(Q, T): 4·(3H + G·Qe·pad16(Qe) + min(n, H)·(3·pad16(Qe) + P·N)) for T > 1 (per-group
+// C·Bᵀ of one chunk; per worker dt/cumsum/coefficient rows and the state transposed), 4·3H for T = 1.
+// Independent of T once T ≥ Q.
+int64_t ssd_scan_workspace_bytes(const Backend& be, int64_t T, int64_t H, int64_t P, int64_t G, int64_t N,
+                                 int64_t chunk_size);
 
 }  // namespace keel::ops

@@ -29,9 +29,11 @@ TEST(DType, F16RoundTripsEveryValue) {
 
 TEST(DType, BytesAndNames) {
   EXPECT_EQ(dtype_bytes(DType::bf16, 10).value(), 20);
-  EXPECT_EQ(dtype_bytes(DType::q4_0, 64).value(), 36);
-  EXPECT_FALSE(dtype_bytes(DType::q4_0, 33));
+  EXPECT_EQ(dtype_bytes(DType::u32, 64).value(), 256);
+  EXPECT_FALSE(dtype_bytes(DType::f32, -1));
   EXPECT_FALSE(dtype_bytes(DType::i64, int64_t{1} << 61));
   EXPECT_EQ(dtype_from_safetensors("BF16"), DType::bf16);
+  EXPECT_EQ(dtype_from_safetensors("U32"), DType::u32);  // MLX's packed words
+  EXPECT_EQ(dtype_name(DType::u32), "u32");
   EXPECT_FALSE(dtype_from_safetensors("F8_E4M3"));
 }

@@ -34,14 +34,6 @@ TEST(Tensor, ContiguousLayoutAndViews) {
   EXPECT_EQ(pool.in_use(), 0);
 }
 
-TEST(Tensor, QuantizedRowsAreWholeBlocks) {
-  MemoryPool pool("cpu", 1 << 20);
-  Tensor q = Tensor::empty(pool, DType::q8_0, {3, 64}, "q");
-  EXPECT_EQ(q.nbytes(), 3 * 2 * 34);
-  EXPECT_EQ(q.stride_bytes(0), 68);
-  EXPECT_THROW(Tensor::empty(pool, DType::q8_0, {3, 40}, "bad"), Error);
-}
-
 TEST(Tensor, ByteOffsetsPastTwoToThe31) {
   // A view whose strides put element (1, 1) 2^33 + 2^31 bytes past the base: the address arithmetic must be
   // 64-bit. No memory is touched.

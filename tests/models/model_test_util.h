@@ -22,6 +22,7 @@
 
 #include "../load/test_files.h"
 #include "backend/cpu/cpu_backend.h"
+#include "backend/reference/reference_backend.h"
 #include "core/error.h"
 #include "core/pool.h"
 #include "load/weight_store.h"
@@ -54,13 +55,22 @@ struct Reference {
   int64_t dim(const std::string& key, int d) const { return store.get(key).dim(d); }
 };
 
-// A model on a 2-thread CPU backend with its own pool.
+// Which backend a model test runs on: the CPU (every check), or the float64 reference backend (the fixture
+// checks: hidden states and prompt log-probs, which prove the op seam end to end; slow, so only those).
+enum class TestBackend { cpu, reference };
+
+inline std::unique_ptr<Backend> make_test_backend(TestBackend kind, MemoryPool& pool, int threads) {
+  if (kind == TestBackend::reference) return std::make_unique<ReferenceBackend>(pool);
+  return std::make_unique<CpuBackend>(pool, threads);
+}
+
+// A model on a 2-thread CPU backend (or the reference backend) with its own pool.
 struct ModelUnderTest {
   MemoryPool pool{"cpu", int64_t{8} << 30};
-  std::unique_ptr<CpuBackend> be;
+  std::unique_ptr<Backend> be;
   models::LoadedModel loaded;
-  explicit ModelUnderTest(const std::string& dir, int threads = 2)
-      : be(std::make_unique<CpuBackend>(pool, threads)), loaded(models::load_model(dir, *be)) {}
+  explicit ModelUnderTest(const std::string& dir, int threads = 2, TestBackend kind = TestBackend::cpu)
+      : be(make_test_backend(kind, pool, threads)), loaded(models::load_model(dir, *be)) {}
   Model& model() { return *loaded.model; }
   models::DecoderModel& decoder() { return dynamic_cast<models::DecoderModel&>(*loaded.model); }
 };
@@ -103,9 +113,11 @@ inline int64_t argmax_row(const std::vector<double>& lp, int64_t row, int64_t V)
 
 // Every layer's residual stream (index 0: embeddings) within relative L2 `tol` of the reference
 // hidden_states.
-inline void check_hidden_states(const std::string& name, double tol = 1e-5) {
+inline void check_hidden_states(const std::string& name, double tol = 1e-5,
+                                TestBackend backend = TestBackend::cpu) {
   Reference ref(name);
-  ModelUnderTest m(fixture_dir(name));
+  ModelUnderTest m(fixture_dir(name), 2, backend);
+  SCOPED_TRACE(m.be->name());
   const std::vector<int32_t> ids = ref.ids("prompt_ids");
   const std::vector<double> hs = ref.f("hidden_states");
   const int64_t n_layers = ref.dim("hidden_states", 0), T = ref.dim("hidden_states", 1),
@@ -137,9 +149,11 @@ inline void check_hidden_states(const std::string& name, double tol = 1e-5) {
 
 // max |Δ log-prob| ≤ tol at every prompt position; argmax identical wherever the reference's top-2 gap >
 // 2·tol.
-inline void check_prompt_logprobs(const std::string& name, double tol = 1e-3) {
+inline void check_prompt_logprobs(const std::string& name, double tol = 1e-3,
+                                  TestBackend backend = TestBackend::cpu) {
   Reference ref(name);
-  ModelUnderTest m(fixture_dir(name));
+  ModelUnderTest m(fixture_dir(name), 2, backend);
+  SCOPED_TRACE(m.be->name());
   const std::vector<int32_t> ids = ref.ids("prompt_ids");
   const std::vector<double> want = ref.f("logprobs"), gap = ref.f("top2_gap");
   const std::vector<int32_t> want_argmax = ref.ids("argmax");

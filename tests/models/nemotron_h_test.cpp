@@ -15,6 +15,12 @@ TEST(NemotronH, HiddenStatesMatchReference) {
 TEST(NemotronH, PromptLogprobsMatchReference) {
   check_prompt_logprobs(kName);
 }
+TEST(NemotronH, HiddenStatesMatchReferenceOnReferenceBackend) {
+  check_hidden_states(kName, 1e-5, TestBackend::reference);
+}
+TEST(NemotronH, PromptLogprobsMatchReferenceOnReferenceBackend) {
+  check_prompt_logprobs(kName, 1e-3, TestBackend::reference);
+}
 TEST(NemotronH, DecodeTeacherForcedMatchesReference) {
   check_decode_teacher_forced(kName);
 }

@@ -23,6 +23,12 @@ TEST(Qwen3_5Moe, HiddenStatesMatchReference) {
 TEST(Qwen3_5Moe, PromptLogprobsMatchReference) {
   check_prompt_logprobs(kName);
 }
+TEST(Qwen3_5Moe, HiddenStatesMatchReferenceOnReferenceBackend) {
+  check_hidden_states(kName, 1e-5, TestBackend::reference);
+}
+TEST(Qwen3_5Moe, PromptLogprobsMatchReferenceOnReferenceBackend) {
+  check_prompt_logprobs(kName, 1e-3, TestBackend::reference);
+}
 TEST(Qwen3_5Moe, DecodeTeacherForcedMatchesReference) {
   check_decode_teacher_forced(kName);
 }

@@ -31,6 +31,12 @@ TEST(Qwen3_5, HiddenStatesMatchReference) {
 TEST(Qwen3_5, PromptLogprobsMatchReference) {
   check_prompt_logprobs(kName);
 }
+TEST(Qwen3_5, HiddenStatesMatchReferenceOnReferenceBackend) {
+  check_hidden_states(kName, 1e-5, TestBackend::reference);
+}
+TEST(Qwen3_5, PromptLogprobsMatchReferenceOnReferenceBackend) {
+  check_prompt_logprobs(kName, 1e-3, TestBackend::reference);
+}
 TEST(Qwen3_5, DecodeTeacherForcedMatchesReference) {
   check_decode_teacher_forced(kName);
 }

@@ -61,7 +61,6 @@ struct BlockHarness {
       const int64_t n = std::min(chunk, T - b);
       models::StepContext ctx;
       ctx.be = &be;
-      ctx.n_threads = 2;
       ctx.T = n;
       ctx.items.push_back(models::ItemRows{0, n, b, &caches});
       if (rope) {

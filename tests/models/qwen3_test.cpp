@@ -14,6 +14,12 @@ TEST(Qwen3, HiddenStatesMatchReference) {
 TEST(Qwen3, PromptLogprobsMatchReference) {
   check_prompt_logprobs(kName);
 }
+TEST(Qwen3, HiddenStatesMatchReferenceOnReferenceBackend) {
+  check_hidden_states(kName, 1e-5, TestBackend::reference);
+}
+TEST(Qwen3, PromptLogprobsMatchReferenceOnReferenceBackend) {
+  check_prompt_logprobs(kName, 1e-3, TestBackend::reference);
+}
 TEST(Qwen3, DecodeTeacherForcedMatchesReference) {
   check_decode_teacher_forced(kName);
 }

@@ -101,7 +101,7 @@ TEST(Activation, BitsIndependentOfBatchAndThreads) {
       Tensor part = nan_tensor(*ob, {1, 40});  // a row starting 5 elements in: different vector alignment
       ops::activation(ob->be(), x.slice(0, 4, 1).slice(1, 5, 40), part, f);
       EXPECT_TRUE(bitwise_equal(part, y.slice(0, 4, 1).slice(1, 5, 40)));
-      full.push_back(y);
+      if (ob->is_cpu()) full.push_back(y);  // the CPU's last two: its best ISA on 3 threads and on 1
     }
     EXPECT_TRUE(bitwise_equal(full[full.size() - 1], full[full.size() - 2])) << "3 threads vs 1 thread";
   }

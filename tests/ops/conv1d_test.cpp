@@ -67,7 +67,7 @@ TEST(CausalConv1d, OutputAndStateMatchReference) {
                 ref::causal_conv1d(values(s.x), values(s.w), values(s.bias), ref_state, T, C, K, silu);
             expect_conv_close(out, ref, s.terms(K), silu);
             EXPECT_TRUE(all_close(state, ref_state, 0, 0)) << "state holds the last K−1 inputs exactly";
-            EXPECT_TRUE(workspace_ok(peak, ops::causal_conv1d_workspace_bytes(C, wt)));
+            EXPECT_TRUE(workspace_ok(peak, ops::causal_conv1d_workspace_bytes(ob->be(), T, C, K, wt)));
           }
   }
 }
@@ -106,7 +106,7 @@ TEST(CausalConv1d, PiecesEqualWholeBitwise) {
 
 TEST(CausalConv1d, NewSequenceFromZeroStateMatchesPaddedConv) {
   KEEL_TEST_RNG(rng);
-  OpBackend& ob = *op_backends().back();
+  OpBackend& ob = *cpu_op_backends().back();
   ConvInputs s = make(ob, rng, 6, 10, 4, DType::f32, false);
   Tensor state = tensor_from(ob, DType::f32, {3, 10}, std::vector<double>(30, 0.0));
   Tensor out = nan_tensor(ob, {6, 10});

@@ -75,3 +75,32 @@ TEST(Embedding, RowOffsetsPastTwoToThe32) {
         ASSERT_EQ(element(out, t * 20 + j), element(table, static_cast<int64_t>(element(ids, t)) * 20 + j));
   }
 }
+
+// A packed table (MLX affine, built bit by bit by the harness): rows dequantized as scale·q + bias, rounded
+// to f32 once, on a backend with a packed kernel; Error(unsupported) naming the backend elsewhere.
+TEST(Embedding, PackedTableRowsOrAClearRefusal) {
+  KEEL_TEST_RNG(rng);
+  for (OpBackend* ob : op_backends()) {
+    SCOPED_TRACE(ob->name);
+    for (int32_t bits : {3, 4, 8}) {
+      PackedCase c = make_packed(*ob, rng, 20, 128, bits, 32);
+      const std::vector<double> id_values = {19, 0, 7, 7};
+      Tensor ids = tensor_from(*ob, DType::i32, {4}, id_values);
+      Tensor out = nan_tensor(*ob, {4, 128});
+      if (!ob->be().supports(Op::embedding, DType::u32)) {
+        try {
+          ops::embedding(ob->be(), c.w, ids, out);
+          ADD_FAILURE() << "no error";
+        } catch (const Error& e) {
+          EXPECT_EQ(e.code(), ErrorCode::unsupported);
+          EXPECT_NE(std::string(e.what()).find(ob->name), std::string::npos) << e.what();
+        }
+        continue;
+      }
+      ops::embedding(ob->be(), c.w, ids, out);
+      std::vector<double> want = lookup(c.dense, id_values, 128);
+      for (double& v : want) v = static_cast<float>(v);
+      EXPECT_TRUE(all_close(out, want, 0, 0)) << bits << " bits";
+    }
+  }
+}

@@ -130,7 +130,7 @@ TEST(GatedDeltaNet, MatchesReference) {
 
 TEST(GatedDeltaNet, WithoutQkNorm) {
   KEEL_TEST_RNG(rng);
-  OpBackend& ob = *op_backends().back();
+  OpBackend& ob = *cpu_op_backends().back();
   for (int64_t T : {1, 40}) {
     Problem pr(ob, rng, {T, 2, 4, 16, 16});
     pr.l2 = false;
@@ -156,6 +156,12 @@ TEST(GatedDeltaNet, PiecesEqualWholeBitwise) {
       SCOPED_TRACE(::testing::Message() << pieces.size() << " pieces");
       Tensor state = copy_of(*ob, pr.state0), out = nan_tensor(*ob, {s.T, s.Hv, s.Dv});
       run_in_pieces(*ob, pr, pieces, state, out);
+      if (ob->is_reference()) {
+        // The reference keeps S in double within a call and rounds it to f32 at the call's end, so pieces
+        // agree with one call within the reference tolerance, not bitwise (the bitwise promise is the CPU's).
+        EXPECT_TRUE(all_close(out, values(whole), kAtolScale * max_abs(ref_out), kRtol));
+        continue;
+      }
       EXPECT_TRUE(bitwise_equal(out, whole));
       EXPECT_TRUE(bitwise_equal(state, whole_state));
     }
@@ -166,9 +172,9 @@ TEST(GatedDeltaNet, ThreadCountDoesNotChangeBits) {
   KEEL_TEST_RNG(rng);
   OpBackend* one = nullptr;
   OpBackend* three = nullptr;
-  for (OpBackend* ob : op_backends()) {
-    if (static_cast<CpuBackend&>(ob->be()).isa() != cpu_isa()) continue;
-    (ob->be().threads()->size() == 1 ? one : three) = ob;
+  for (OpBackend* ob : cpu_op_backends()) {
+    if (ob->cpu_isa != cpu_isa()) continue;
+    (ob->threads == 1 ? one : three) = ob;
   }
   ASSERT_TRUE(one && three);
   for (Form form : {Form::recurrent, Form::chunked})
@@ -193,7 +199,6 @@ TEST(GatedDeltaNet, WorkspaceIsPlannedAndFlatInT) {
     for (Form form : {Form::recurrent, Form::chunked}) {
       SCOPED_TRACE(ob->name);
       SCOPED_TRACE(form == Form::chunked ? "chunked" : "recurrent");
-      const int n_threads = ob->be().threads()->size();
       std::vector<int64_t> measured;
       for (int64_t T : {1, 9, 64, 700}) {
         const Shape s{T, 2, 4, 32, 32};
@@ -202,7 +207,7 @@ TEST(GatedDeltaNet, WorkspaceIsPlannedAndFlatInT) {
         Tensor state = copy_of(*ob, pr.state0), out = nan_tensor(*ob, {T, s.Hv, s.Dv});
         int64_t peak = pool_peak_during(ob->pool(), [&] { pr.run(ob->be(), state, out); });
         EXPECT_TRUE(workspace_ok(
-            peak, ops::gated_deltanet_workspace_bytes(T, s.Hv, s.Dk, s.Dv, pr.params(), n_threads)))
+            peak, ops::gated_deltanet_workspace_bytes(ob->be(), T, s.Hv, s.Dk, s.Dv, pr.params())))
             << "T=" << T;
         measured.push_back(peak);
       }
@@ -210,14 +215,14 @@ TEST(GatedDeltaNet, WorkspaceIsPlannedAndFlatInT) {
       if (form == Form::recurrent) {
         for (size_t i = 1; i < measured.size(); ++i)
           EXPECT_EQ(measured[i], measured[0]) << "workspace grew with T";
-        EXPECT_EQ(ops::gated_deltanet_workspace_bytes(16384, 32, 128, 128, p, n_threads),
-                  ops::gated_deltanet_workspace_bytes(1, 32, 128, 128, p, n_threads));
+        EXPECT_EQ(ops::gated_deltanet_workspace_bytes(ob->be(), 16384, 32, 128, 128, p),
+                  ops::gated_deltanet_workspace_bytes(ob->be(), 1, 32, 128, 128, p));
       } else {
         EXPECT_EQ(measured[2], measured[3]) << "workspace grew from T=64 to T=700";
-        EXPECT_EQ(ops::gated_deltanet_workspace_bytes(16384, 32, 128, 128, p, n_threads),
-                  ops::gated_deltanet_workspace_bytes(64, 32, 128, 128, p, n_threads));
+        EXPECT_EQ(ops::gated_deltanet_workspace_bytes(ob->be(), 16384, 32, 128, 128, p),
+                  ops::gated_deltanet_workspace_bytes(ob->be(), 64, 32, 128, 128, p));
       }
-      EXPECT_EQ(ops::gated_deltanet_workspace_bytes(0, 32, 128, 128, p, n_threads), 0);
+      EXPECT_EQ(ops::gated_deltanet_workspace_bytes(ob->be(), 0, 32, 128, 128, p), 0);
     }
 }
 
@@ -247,7 +252,7 @@ TEST(GatedDeltaNet, TokenOffsetsPast32Bits) {
   const int64_t stride = int64_t{5} << 30;
   SparseArena arena(stride * s.T);
   if (!arena.ok()) GTEST_SKIP() << "no address space for the sparse arena";
-  OpBackend& ob = *op_backends().back();
+  OpBackend& ob = *cpu_op_backends().back();
   Problem pr(ob, rng, s);
   for (int64_t t = 0; t < s.T; ++t) {
     float* row = reinterpret_cast<float*>(arena.commit(t * stride, s.Hv * s.Dv * 4));
@@ -290,7 +295,7 @@ TEST(GatedDeltaNetChunked, MatchesReference) {
 
 TEST(GatedDeltaNetChunked, WithoutQkNorm) {
   KEEL_TEST_RNG(rng);
-  OpBackend& ob = *op_backends().back();
+  OpBackend& ob = *cpu_op_backends().back();
   Problem pr(ob, rng, {40, 2, 4, 16, 16});
   pr.l2 = false;
   pr.form = Form::chunked;

@@ -52,7 +52,7 @@ TEST(RmsNorm, WeightAndOnePlusWeight) {
 
 TEST(RmsNorm, EpsMattersForSmallRows) {
   KEEL_TEST_RNG(rng);
-  OpBackend& ob = *op_backends().back();
+  OpBackend& ob = *cpu_op_backends().back();
   Tensor x = random_tensor(ob, rng, DType::f32, {2, 16}, 1e-3);
   Tensor w = random_tensor(ob, rng, DType::f32, {16});
   Tensor y = nan_tensor(ob, {2, 16});

@@ -28,15 +28,18 @@
 #include <functional>
 #include <initializer_list>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "backend/backend.h"
 #include "backend/cpu/cpu_backend.h"
+#include "backend/reference/reference_backend.h"
 #include "core/dtype.h"
 #include "core/pool.h"
 #include "core/tensor.h"
+#include "core/weight.h"
 
 namespace keel::testing {
 
@@ -47,31 +50,53 @@ struct OpBackend {
   std::string name;
   std::unique_ptr<MemoryPool> pool_;
   std::unique_ptr<Backend> backend;
+  std::optional<CpuIsa> cpu_isa;  // set for the CPU backends (tests of ISA- or thread-specific behaviour)
+  int threads = 1;
   Backend& be() { return *backend; }
   MemoryPool& pool() { return *pool_; }
+  bool is_cpu() const { return cpu_isa.has_value(); }
+  bool is_reference() const { return !is_cpu(); }
 };
 
-// Every backend the op tests run on, built once per test binary: a CpuBackend for each ISA this CPU has
-// (generic, avx2, avx512, avx512_bf16; KEEL_CPU_ISA caps the list) with 3 threads (more threads than the CI's
-// cores, so uneven splits happen), plus the best ISA with 1 thread. Each has its own pool (1 GiB limit) so
-// workspace peaks are per backend. Later: a CUDA backend when built with KEEL_CUDA.
+// A backend built for the harness, with its own pool (1 GiB limit) so workspace peaks are per backend.
+inline std::unique_ptr<OpBackend> make_op_backend(std::function<std::unique_ptr<Backend>(MemoryPool&)> make) {
+  auto ob = std::make_unique<OpBackend>();
+  ob->pool_ = std::make_unique<MemoryPool>("cpu", int64_t{1} << 30);
+  ob->backend = make(*ob->pool_);
+  ob->name = ob->backend->name();
+  return ob;
+}
+
+// Every backend the op tests run on, built once per test binary, in this order: a CpuBackend for each ISA
+// this CPU has (generic, avx2, avx512, avx512_bf16; KEEL_CPU_ISA caps the list) with 3 threads (more threads
+// than the CI's cores, so uneven splits happen), the best ISA with 1 thread, and the ReferenceBackend
+// (float64; tests compare it with the same references and tolerances, and skip a check only where it states
+// why). A CUDA backend joins this list when built with KEEL_CUDA.
 inline std::vector<OpBackend*> op_backends() {
   static std::vector<std::unique_ptr<OpBackend>> all = [] {
     std::vector<std::unique_ptr<OpBackend>> v;
-    auto add = [&](CpuIsa isa, int threads) {
-      auto ob = std::make_unique<OpBackend>();
-      ob->pool_ = std::make_unique<MemoryPool>("cpu", int64_t{1} << 30);
-      ob->backend = std::make_unique<CpuBackend>(*ob->pool_, threads, isa);
-      ob->name = ob->backend->name();
-      v.push_back(std::move(ob));
+    auto add_cpu = [&](CpuIsa isa, int threads) {
+      v.push_back(make_op_backend(
+          [&](MemoryPool& pool) { return std::make_unique<CpuBackend>(pool, threads, isa); }));
+      v.back()->cpu_isa = static_cast<CpuBackend&>(v.back()->be()).isa();
+      v.back()->threads = threads;
     };
     for (CpuIsa isa : {CpuIsa::generic, CpuIsa::avx2, CpuIsa::avx512, CpuIsa::avx512_bf16})
-      if (isa <= cpu_isa()) add(isa, 3);
-    add(cpu_isa(), 1);
+      if (isa <= cpu_isa()) add_cpu(isa, 3);
+    add_cpu(cpu_isa(), 1);
+    v.push_back(make_op_backend([](MemoryPool& pool) { return std::make_unique<ReferenceBackend>(pool); }));
     return v;
   }();
   std::vector<OpBackend*> out;
   for (auto& ob : all) out.push_back(ob.get());
+  return out;
+}
+
+// The CPU backends of op_backends() only (checks of the CPU's own tiling, threads or ISA paths).
+inline std::vector<OpBackend*> cpu_op_backends() {
+  std::vector<OpBackend*> out;
+  for (OpBackend* ob : op_backends())
+    if (ob->is_cpu()) out.push_back(ob);
   return out;
 }
 
@@ -201,6 +226,40 @@ inline Tensor nan_tensor(OpBackend& ob, std::initializer_list<int64_t> shape,
   Tensor t = Tensor::empty(ob.pool(), DType::f32, shape, what);
   for (int64_t i = 0; i < t.numel(); ++i) t.ptr<float>()[i] = std::nanf("");
   return t;
+}
+
+// ---- packed weights
+
+// A packed (MLX affine) weight built here, bit by bit, with its dequantized values W = scale·q + bias:
+// element i of a row sits in bits [i·b, i·b + b) of the row's little-endian u32 stream.
+struct PackedCase {
+  Weight w;
+  std::vector<double> dense;  // [rows, cols]
+};
+
+inline PackedCase make_packed(OpBackend& ob, TestRng& rng, int64_t rows, int64_t cols, int32_t bits,
+                              int32_t group) {
+  const int64_t n_words = cols * bits / 32, groups = cols / group;
+  Tensor words = Tensor::empty(ob.pool(), DType::u32, {rows, n_words}, "packed words");
+  std::fill_n(words.ptr<uint32_t>(), rows * n_words, 0u);
+  Tensor scales = random_tensor(ob, rng, DType::bf16, {rows, groups}, 0.05);
+  Tensor biases = random_tensor(ob, rng, DType::bf16, {rows, groups}, 0.2);
+  const std::vector<double> s = values(scales), b = values(biases);
+  PackedCase c;
+  c.dense.resize(static_cast<size_t>(rows * cols));
+  for (int64_t r = 0; r < rows; ++r) {
+    uint32_t* row = words.ptr<uint32_t>() + r * n_words;
+    for (int64_t i = 0; i < cols; ++i) {
+      const uint64_t q = static_cast<uint64_t>(rng.integer(0, (int64_t{1} << bits) - 1));
+      const int64_t bit = i * bits;
+      row[bit / 32] |= static_cast<uint32_t>(q << (bit % 32));
+      if (bit % 32 + bits > 32) row[bit / 32 + 1] |= static_cast<uint32_t>(q >> (32 - bit % 32));
+      const size_t g = static_cast<size_t>(r * groups + i / group);
+      c.dense[static_cast<size_t>(r * cols + i)] = s[g] * static_cast<double>(q) + b[g];
+    }
+  }
+  c.w = Weight::packed(words, scales, biases, bits, group, "test weight");
+  return c;
 }
 
 // ---- comparisons

@@ -64,9 +64,14 @@ TEST(OpHarness, WorkspaceBounds) {
   EXPECT_EQ(peak, 600);
 }
 
-TEST(OpHarness, BackendsCoverEveryIsaOfThisCpu) {
+TEST(OpHarness, BackendsCoverEveryIsaOfThisCpuAndTheReference) {
   std::vector<OpBackend*> all = op_backends();
-  ASSERT_GE(all.size(), 2u);
+  ASSERT_GE(all.size(), 3u);
   EXPECT_NE(all.front()->name.find("generic"), std::string::npos) << all.front()->name;
-  EXPECT_NE(all.back()->name.find(cpu_isa_name(cpu_isa())), std::string::npos) << all.back()->name;
+  OpBackend* best = all[all.size() - 2];
+  EXPECT_NE(best->name.find(cpu_isa_name(cpu_isa())), std::string::npos) << best->name;
+  EXPECT_EQ(best->threads, 1);
+  EXPECT_TRUE(all.back()->is_reference());
+  EXPECT_NE(all.back()->name.find("reference"), std::string::npos) << all.back()->name;
+  EXPECT_EQ(cpu_op_backends().size(), all.size() - 1);
 }

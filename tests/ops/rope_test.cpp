@@ -70,7 +70,7 @@ TEST(Rope, MatchesReferenceAtAnyOffset) {
 // The table is cos/sin of transformers' float32 angle, rounded once (half an ulp of a value ≤ 1: 3e-8).
 TEST(Rope, CosSinTableIsRoundedCosOfHfAngle) {
   KEEL_TEST_RNG(rng);
-  OpBackend& ob = *op_backends().back();
+  OpBackend& ob = *cpu_op_backends().back();
   std::vector<int64_t> pos = {
       0, 1, 2, 17, 4095, 32768, 65535, 131071, static_cast<int64_t>(rng.integer(0, 1 << 20))};
   Tensor p = positions_tensor(ob, pos);
@@ -89,7 +89,7 @@ TEST(Rope, CosSinTableIsRoundedCosOfHfAngle) {
 // transformers' f32 arithmetic: a kernel using exact angles would fail MatchesReferenceAtAnyOffset.
 TEST(Rope, FloatAnglesMatterFarOut) {
   KEEL_TEST_RNG(rng);
-  OpBackend& ob = *op_backends().back();
+  OpBackend& ob = *cpu_op_backends().back();
   Tensor x = random_tensor(ob, rng, DType::f32, {4, 1, 64});
   for (int64_t offset : {0, 60000}) {
     std::vector<int64_t> pos = chunk_positions(offset, 4);

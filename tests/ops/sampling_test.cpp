@@ -81,7 +81,7 @@ std::vector<Case> cases() {
 
 TEST(Sampling, DistributionMatchesIndependentComputation) {
   KEEL_TEST_RNG(rng);
-  OpBackend& ob = *op_backends().back();
+  OpBackend& ob = *cpu_op_backends().back();
   for (const Case& c : cases()) {
     SCOPED_TRACE(c.name);
     Tensor logits = nan_tensor(ob, {40});
@@ -100,7 +100,7 @@ TEST(Sampling, DistributionMatchesIndependentComputation) {
 // Draws follow the distribution: chi-square over 20000 draws at α = 1e-6, and no token outside the support.
 TEST(Sampling, DrawsFollowTheDistribution) {
   KEEL_TEST_RNG(rng);
-  OpBackend& ob = *op_backends().back();
+  OpBackend& ob = *cpu_op_backends().back();
   for (const Case& c : cases()) {
     SCOPED_TRACE(c.name);
     Tensor logits = nan_tensor(ob, {40});
@@ -136,7 +136,7 @@ TEST(Sampling, DrawsFollowTheDistribution) {
 // Hand-worked: softmax(2, 1, 0, −1) = .644, .237, .087, .032; top_p 0.7 keeps {0, 1} (0.644 < 0.7, then
 // 0.881), renormalized to e²/(e² + e) = .731 and .269.
 TEST(Sampling, TopPKeepsTheCrossingToken) {
-  OpBackend& ob = *op_backends().back();
+  OpBackend& ob = *cpu_op_backends().back();
   Tensor logits = tensor_from(ob, DType::f32, {4}, {2, 1, 0, -1});
   Tensor probs = nan_tensor(ob, {4});
   ops::sampling_distribution(ob.be(), logits, {1.0f, 0, 0.7f}, {}, probs);
@@ -149,7 +149,7 @@ TEST(Sampling, TopPKeepsTheCrossingToken) {
 // Hand-worked penalties: logits (2, −1, 0.5), history {0, 1, 1}, repetition 2, presence 0.5, frequency 0.25:
 // token 0: 2/2 − 0.5 − 0.25 = 0.25; token 1: −1·2 − 0.5 − 0.5 = −3; token 2: 0.5 → greedy picks 2.
 TEST(Sampling, PenaltiesThenGreedy) {
-  OpBackend& ob = *op_backends().back();
+  OpBackend& ob = *cpu_op_backends().back();
   Tensor logits = tensor_from(ob, DType::f32, {3}, {2, -1, 0.5});
   std::vector<int32_t> history = {0, 1, 1};
   ops::SamplerRng sampler(1);
@@ -168,7 +168,7 @@ TEST(Sampling, PenaltiesThenGreedy) {
 // 1024).
 TEST(Sampling, TopPOverALargeVocabulary) {
   KEEL_TEST_RNG(rng);
-  OpBackend& ob = *op_backends().back();
+  OpBackend& ob = *cpu_op_backends().back();
   Tensor logits = nan_tensor(ob, {20000});
   for (int64_t i = 0; i < 20000; ++i) set_element(logits, i, rng.normal(0, 0.5));
   Tensor probs = nan_tensor(ob, {20000});
@@ -182,7 +182,7 @@ TEST(Sampling, TopPOverALargeVocabulary) {
 
 TEST(Sampling, SeedReproducesDraws) {
   KEEL_TEST_RNG(rng);
-  OpBackend& ob = *op_backends().back();
+  OpBackend& ob = *cpu_op_backends().back();
   Tensor logits = random_tensor(ob, rng, DType::f32, {50});
   const uint64_t seed = rng.engine()();
   auto draws = [&](uint64_t s) {
@@ -215,7 +215,7 @@ TEST(Argmax, RowsAndTies) {
 
 TEST(TopK, BestFirstWithLowerIdOnTies) {
   KEEL_TEST_RNG(rng);
-  OpBackend& ob = *op_backends().back();
+  OpBackend& ob = *cpu_op_backends().back();
   Tensor logits = random_tensor(ob, rng, DType::f32, {3, 300});
   set_element(logits, 400, 9.0);  // row 1: ids 100 and 250 tie at the top → 100 first
   set_element(logits, 550, 9.0);
@@ -239,7 +239,7 @@ TEST(TopK, BestFirstWithLowerIdOnTies) {
 }
 
 TEST(Sampling, BadInputsAreErrors) {
-  OpBackend& ob = *op_backends().back();
+  OpBackend& ob = *cpu_op_backends().back();
   Tensor logits = tensor_from(ob, DType::f32, {3}, {1, 2, 3});
   ops::SamplerRng sampler(1);
   std::vector<int32_t> bad_history = {0, 3};

@@ -150,7 +150,7 @@ TEST(SsdScan, PiecesEqualWhole) {
 // Each head is computed by one worker in a fixed order: 1 thread and 3 threads give the same bits.
 TEST(SsdScan, ThreadCountDoesNotChangeBits) {
   KEEL_TEST_RNG(rng);
-  std::vector<OpBackend*> obs = op_backends();
+  std::vector<OpBackend*> obs = cpu_op_backends();
   OpBackend& one = *obs.back();  // best ISA, 1 thread
   OpBackend* three = nullptr;
   for (OpBackend* ob : obs)
@@ -173,21 +173,20 @@ TEST(SsdScan, WorkspaceIsPlannedAndFlatInT) {
   KEEL_TEST_RNG(rng);
   for (OpBackend* ob : op_backends()) {
     SCOPED_TRACE(ob->name);
-    const int n_threads = ob->be().threads()->size();
     std::vector<int64_t> measured;
     for (int64_t T : {1, 9, 64, 640}) {
       const Shape s{T, 8, 16, 2, 32, 32};
       Problem pr(*ob, rng, s);
       Tensor state = copy_of(*ob, pr.state0), y = nan_tensor(*ob, {T, s.H, s.P});
       int64_t peak = pool_peak_during(ob->pool(), [&] { run_whole(*ob, pr, state, y); });
-      EXPECT_TRUE(workspace_ok(peak, ops::ssd_scan_workspace_bytes(T, s.H, s.P, s.G, s.N, s.Q, n_threads)))
+      EXPECT_TRUE(workspace_ok(peak, ops::ssd_scan_workspace_bytes(ob->be(), T, s.H, s.P, s.G, s.N, s.Q)))
           << "T=" << T;
       measured.push_back(peak);
     }
     EXPECT_EQ(measured[2], measured[3]) << "workspace grew from T=64 to T=640";
     // The plan for a 16K-token step equals the plan for a 1K-token step (nemotron-H-like widths).
-    EXPECT_EQ(ops::ssd_scan_workspace_bytes(16384, 64, 64, 8, 128, 128, n_threads),
-              ops::ssd_scan_workspace_bytes(1024, 64, 64, 8, 128, 128, n_threads));
+    EXPECT_EQ(ops::ssd_scan_workspace_bytes(ob->be(), 16384, 64, 64, 8, 128, 128),
+              ops::ssd_scan_workspace_bytes(ob->be(), 1024, 64, 64, 8, 128, 128));
   }
 }
 
@@ -220,7 +219,7 @@ TEST(SsdScan, TokenOffsetsPast32Bits) {
   const int64_t stride = int64_t{5} << 30;
   SparseArena arena(stride * s.T);
   if (!arena.ok()) GTEST_SKIP() << "no address space for the sparse arena";
-  OpBackend& ob = *op_backends().back();
+  OpBackend& ob = *cpu_op_backends().back();
   Problem pr(ob, rng, s);
   for (int64_t t = 0; t < s.T; ++t) {
     float* row = reinterpret_cast<float*>(arena.commit(t * stride, s.H * s.P * 4));

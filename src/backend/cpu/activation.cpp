@@ -143,3 +143,72 @@ void mul(const float* a, const float* b, float* y, int64_t n) {
 }
 
 }  // namespace keel::cpu
+
+namespace keel {
+
+namespace {
+
+cpu::Unary unary_of(Activation f) {
+  switch (f) {
+    case Activation::silu:
+      return cpu::Unary::silu;
+    case Activation::sigmoid:
+      return cpu::Unary::sigmoid;
+    case Activation::relu2:
+      return cpu::Unary::relu2;
+    case Activation::gelu_erf:
+      return cpu::Unary::gelu_erf;
+    case Activation::gelu_tanh:
+      return cpu::Unary::gelu_tanh;
+    case Activation::softplus:
+      return cpu::Unary::softplus;
+  }
+  return cpu::Unary::silu;
+}
+
+// fn(a_row, b_row, out_row, n) over pieces of at most kPiece elements of every row, split among the threads.
+constexpr int64_t kPiece = 4096;
+template <class Fn>
+void for_each_piece(ThreadPool& threads, const F32Rows& a, const F32Rows* b, const F32Rows& out, Fn fn) {
+  const int64_t rows = out.rows, n = out.n, pieces = (n + kPiece - 1) / kPiece;
+  threads.parallel_for(rows * pieces, [&](int64_t begin, int64_t end, int) {
+    for (int64_t i = begin; i < end; ++i) {
+      const int64_t r = i / pieces, k = (i % pieces) * kPiece, len = n - k < kPiece ? n - k : kPiece;
+      fn(a.row(r) + k, b ? b->row(r) + k : nullptr, out.row(r) + k, len);
+    }
+  });
+}
+
+}  // namespace
+
+void CpuBackend::activation(const ActivationArgs& a) {
+  const cpu::Unary u = unary_of(a.f);
+  const CpuIsa isa = isa_;
+  if (a.gated)
+    for_each_piece(threads_, a.x, &a.up, a.out, [&](const float* g, const float* v, float* yr, int64_t n) {
+      cpu::unary_mul(isa, u, g, v, yr, n);
+    });
+  else
+    for_each_piece(threads_, a.x, nullptr, a.out, [&](const float* xr, const float*, float* yr, int64_t n) {
+      cpu::unary(isa, u, xr, yr, n);
+    });
+}
+
+void CpuBackend::softmax(const SoftmaxArgs& a) {
+  const int64_t n = a.x.n;
+  if (n == 0) return;
+  threads_.parallel_for(a.x.rows, [&](int64_t begin, int64_t end, int) {
+    for (int64_t r = begin; r < end; ++r) cpu::softmax_row(isa_, a.x.row(r), a.out.row(r), n);
+  });
+}
+
+void CpuBackend::binary(const BinaryArgs& a) {
+  if (a.op == BinaryOp::add)
+    for_each_piece(threads_, a.a, &a.b, a.out,
+                   [](const float* x, const float* y, float* o, int64_t n) { cpu::add(x, y, o, n); });
+  else
+    for_each_piece(threads_, a.a, &a.b, a.out,
+                   [](const float* x, const float* y, float* o, int64_t n) { cpu::mul(x, y, o, n); });
+}
+
+}  // namespace keel

@@ -138,3 +138,25 @@ void attention(CpuBackend& be, const AttentionArgs& a) {
 }
 
 }  // namespace keel::cpu
+
+namespace keel {
+
+int64_t CpuBackend::attention_workspace(const AttentionArgs& a) const {
+  return cpu::attention_kernel_workspace_bytes(a.T, a.n_q, a.n_kv, a.key_tile, a.query_tile, workers());
+}
+
+void CpuBackend::attention(const AttentionArgs& in) {
+  if (in.T == 0) return;
+  cpu::AttentionArgs a;
+  a.T = in.T, a.n_q = in.n_q, a.n_kv = in.n_kv, a.D = in.D, a.Dv = in.Dv, a.offset = in.offset;
+  a.key_tile = in.key_tile, a.query_tile = in.query_tile;
+  a.heads_per_item = cpu::attention_heads_per_item(in.T, in.n_q, in.n_kv, in.query_tile, workers());
+  a.scale = in.scale;
+  a.q = in.q, a.q_st = in.q_st, a.q_sh = in.q_sh;
+  a.k = in.k, a.k_st = in.k_st, a.k_sh = in.k_sh;
+  a.v = in.v, a.v_st = in.v_st, a.v_sh = in.v_sh;
+  a.out = in.out, a.o_st = in.o_st, a.o_sh = in.o_sh;
+  cpu::attention(*this, a);
+}
+
+}  // namespace keel

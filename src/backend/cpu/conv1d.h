@@ -7,9 +7,7 @@
 
 namespace keel::cpu {
 
-// Largest kernel width supported (the models use 4).
-constexpr int64_t kConv1dMaxKernel = 64;
-
+// kConv1dMaxKernel: backend/kernel_args.h (the op refuses wider kernels).
 struct Conv1dArgs {
   const float* x = nullptr;  // [T, C], rows x_row floats apart
   int64_t x_row = 0;

@@ -54,8 +54,9 @@ std::string CpuBackend::name() const {
   return fmt::format("cpu ({}, {} threads)", cpu_isa_name(isa_), threads_.size());
 }
 
-bool CpuBackend::supports(Op, DType weight_dtype) const {
-  return weight_dtype == DType::f32 || weight_dtype == DType::bf16 || weight_dtype == DType::f16;
+// Dense f32/bf16/f16 weights everywhere; no packed (u32) kernels yet.
+bool CpuBackend::supports(Op, DType dtype) const {
+  return dtype == DType::f32 || dtype == DType::bf16 || dtype == DType::f16;
 }
 
 }  // namespace keel

@@ -4,7 +4,7 @@
 #include <memory>
 
 #include "backend/backend.h"
-#include "backend/cpu/thread_pool.h"
+#include "backend/thread_pool.h"
 
 namespace keel {
 
@@ -26,7 +26,33 @@ class CpuBackend final : public Backend {
   ThreadPool* threads() override { return &threads_; }
   CpuIsa isa() const { return isa_; }
 
+  // Kernels: one family per file (backend/cpu/<family>.cpp), each splitting its work with threads_.
+  void matmul(const MatmulArgs& a) override;
+  int64_t matmul_workspace(const MatmulArgs& a) const override;
+  void embedding(const EmbeddingArgs& a) override;
+  void rms_norm(const RmsNormArgs& a) override;
+  void gated_rms_norm(const GatedRmsNormArgs& a) override;
+  void l2_norm(const L2NormArgs& a) override;
+  void activation(const ActivationArgs& a) override;
+  void softmax(const SoftmaxArgs& a) override;
+  void binary(const BinaryArgs& a) override;
+  void rope_cos_sin(const RopeCosSinArgs& a) override;
+  void rope(const RopeArgs& a) override;
+  void causal_conv1d(const Conv1dArgs& a) override;
+  int64_t causal_conv1d_workspace(const Conv1dArgs& a) const override;
+  void ssd_scan(const SsdScanArgs& a) override;
+  int64_t ssd_scan_workspace(const SsdScanArgs& a) const override;
+  void gated_deltanet(const GatedDeltaNetArgs& a) override;
+  int64_t gated_deltanet_workspace(const GatedDeltaNetArgs& a) const override;
+  void attention(const AttentionArgs& a) override;
+  int64_t attention_workspace(const AttentionArgs& a) const override;
+  void moe_route(const MoeRouteArgs& a) override;
+  int64_t moe_route_workspace(const MoeRouteArgs& a) const override;
+  void move_rows(const MoveRowsArgs& a) override;
+  void argmax(const ArgmaxArgs& a) override;
+
  private:
+  int workers() const { return threads_.size(); }
   MemoryPool& pool_;
   CpuIsa isa_;
   ThreadPool threads_;

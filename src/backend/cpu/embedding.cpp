@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "backend/cpu/cpu_backend.h"
+
 namespace keel::cpu {
 
 void widen_row(const void* row, DType dtype, float* out, int64_t d) {
@@ -20,3 +22,16 @@ void widen_row(const void* row, DType dtype, float* out, int64_t d) {
 }
 
 }  // namespace keel::cpu
+
+namespace keel {
+
+// One token per work item.
+void CpuBackend::embedding(const EmbeddingArgs& a) {
+  threads_.parallel_for(a.T, [&](int64_t begin, int64_t end, int) {
+    for (int64_t t = begin; t < end; ++t)
+      cpu::widen_row(a.table + a.ids[t] * a.row_bytes, a.dtype,
+                     reinterpret_cast<float*>(a.out + t * a.out_row_bytes), a.d);
+  });
+}
+
+}  // namespace keel

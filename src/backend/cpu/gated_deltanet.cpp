@@ -242,3 +242,36 @@ void gated_deltanet(CpuBackend& be, const GatedDeltaNetArgs& a) {
 }
 
 }  // namespace keel::cpu
+
+namespace keel {
+
+int64_t CpuBackend::gated_deltanet_workspace(const GatedDeltaNetArgs& a) const {
+  if (a.T == 0) return 0;
+  return 4 * 2 * a.Hv + cpu::gated_deltanet_kernel_workspace_bytes(a.T, a.Hv, a.Dk, a.Dv, a.C, workers());
+}
+
+void CpuBackend::gated_deltanet(const GatedDeltaNetArgs& in) {
+  if (in.T == 0) return;
+  const int64_t Hv = in.Hv;
+  // −exp(A_log) and dt_bias widened to f32 once (the 2·Hv floats of the workspace).
+  Tensor params = Tensor::empty(pool_, DType::f32, {2, Hv}, "gated_deltanet parameters");
+  float* P = params.ptr<float>();
+  for (int64_t h = 0; h < Hv; ++h) {
+    P[h] = -std::exp(in.A_log.at(h));
+    P[Hv + h] = in.dt_bias.at(h);
+  }
+  cpu::GatedDeltaNetArgs g;
+  g.T = in.T, g.Hk = in.Hk, g.Hv = Hv, g.Dk = in.Dk, g.Dv = in.Dv, g.C = in.C;
+  g.qk_l2norm = in.qk_l2norm, g.eps = in.eps;
+  g.q = in.q, g.q_st = in.q_st, g.q_sh = in.q_sh;
+  g.k = in.k, g.k_st = in.k_st, g.k_sh = in.k_sh;
+  g.v = in.v, g.v_st = in.v_st, g.v_sh = in.v_sh;
+  g.a = in.a, g.a_st = in.a_st, g.a_sh = in.a_sh;
+  g.b = in.b, g.b_st = in.b_st, g.b_sh = in.b_sh;
+  g.neg_A = P, g.dt_bias = P + Hv;
+  g.state = in.state;
+  g.out = in.out, g.o_st = in.o_st, g.o_sh = in.o_sh;
+  cpu::gated_deltanet(*this, g);
+}
+
+}  // namespace keel

@@ -49,3 +49,15 @@ void matmul(CpuBackend& be, const MatmulArgs& a) {
 }
 
 }  // namespace keel::cpu
+
+namespace keel {
+
+void CpuBackend::matmul(const MatmulArgs& a) {
+  cpu::matmul(*this, a);
+}
+
+int64_t CpuBackend::matmul_workspace(const MatmulArgs& a) const {
+  return cpu::matmul_workspace_bytes(a.T, a.in, a.out, a.w_dtype, workers());
+}
+
+}  // namespace keel

@@ -18,17 +18,7 @@
 
 namespace keel::cpu {
 
-struct MatmulArgs {
-  const char* x = nullptr;  // [T, in] f32, row r at x + r·x_row_bytes
-  int64_t x_row_bytes = 0;
-  const char* w = nullptr;  // [out, in] of w_dtype, row o at w + o·w_row_bytes (borrowed, e.g. mmap'd)
-  int64_t w_row_bytes = 0;
-  DType w_dtype = DType::f32;
-  const float* bias = nullptr;  // [out] f32 or nullptr
-  char* y = nullptr;            // [T, out] f32, row r at y + r·y_row_bytes
-  int64_t y_row_bytes = 0;
-  int64_t T = 0, in = 0, out = 0;
-};
+// MatmulArgs: backend/kernel_args.h (dense weights only here: supports() refuses packed ones).
 
 // Rows at or above which weights are copied (widened) a packed panel at a time (below: read in place, widened
 // in registers, no workspace).

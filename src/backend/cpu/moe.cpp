@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/tensor.h"
+
 namespace keel::cpu {
 
 namespace {
@@ -117,3 +119,41 @@ void moe_scale_rows(CpuBackend& be, const float* scale, int64_t n, int64_t width
 }
 
 }  // namespace keel::cpu
+
+namespace keel {
+
+int64_t CpuBackend::moe_route_workspace(const MoeRouteArgs& a) const {
+  return a.bias.data ? 4 * a.E : 0;  // the bias widened to f32
+}
+
+void CpuBackend::moe_route(const MoeRouteArgs& in) {
+  Tensor bias;  // router bias widened to f32, when given
+  if (in.bias.data) {
+    bias = Tensor::empty(pool_, DType::f32, {in.E}, "moe router bias");
+    for (int64_t e = 0; e < in.E; ++e) bias.ptr<float>()[e] = in.bias.at(e);
+  }
+  cpu::MoeRouteArgs a;
+  a.T = in.T, a.E = in.E, a.top_k = in.top_k, a.sigmoid_grouped = in.sigmoid_grouped;
+  a.n_group = in.n_group, a.topk_group = in.topk_group, a.norm_topk_prob = in.norm_topk_prob;
+  a.scaling = in.scaling;
+  a.logits = in.logits, a.logits_st = in.logits_st;
+  a.bias = bias.defined() && in.E > 0 ? bias.ptr<float>() : nullptr;
+  a.indices = in.indices, a.weights = in.weights;
+  cpu::moe_route(*this, a);
+}
+
+void CpuBackend::move_rows(const MoveRowsArgs& a) {
+  switch (a.op) {
+    case RowsOp::gather:
+      cpu::moe_gather(*this, a.src, a.src_st, a.rows, a.n, a.width, a.dst, a.dst_st);
+      break;
+    case RowsOp::scatter_add:
+      cpu::moe_scatter_add(*this, a.src, a.src_st, a.rows, a.scale, a.n, a.width, a.dst, a.dst_st);
+      break;
+    case RowsOp::scale:
+      cpu::moe_scale_rows(*this, a.scale, a.n, a.width, a.dst, a.dst_st);
+      break;
+  }
+}
+
+}  // namespace keel

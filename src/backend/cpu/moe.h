@@ -7,9 +7,7 @@
 
 namespace keel::cpu {
 
-constexpr int64_t kMoeMaxTopK = 64;    // num_experts_per_tok above this is refused by the op
-constexpr int64_t kMoeMaxGroups = 64;  // n_group above this is refused by the op
-
+// kMoeMaxTopK, kMoeMaxGroups: backend/kernel_args.h. The router bias arrives widened to f32 here.
 struct MoeRouteArgs {
   int64_t T = 0, E = 0, top_k = 1;
   bool sigmoid_grouped = false;

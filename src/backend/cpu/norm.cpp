@@ -83,3 +83,34 @@ void l2_norm_row(const float* x, float* y, int64_t n, float eps) {
 }
 
 }  // namespace keel::cpu
+
+namespace keel {
+
+// Rows split among the threads; each row's arithmetic is the row kernel's alone.
+void CpuBackend::rms_norm(const RmsNormArgs& a) {
+  if (a.x.n == 0) return;
+  threads_.parallel_for(a.x.rows, [&](int64_t begin, int64_t end, int) {
+    for (int64_t r = begin; r < end; ++r)
+      cpu::rms_norm_row(a.x.row(r), a.out.row(r), a.x.n, a.x.n, a.w, a.eps);
+  });
+}
+
+void CpuBackend::gated_rms_norm(const GatedRmsNormArgs& a) {
+  const int64_t c = a.x.n, g = a.group;
+  threads_.parallel_for(a.x.rows, [&](int64_t begin, int64_t end, int) {
+    for (int64_t r = begin; r < end; ++r) {
+      if (a.order == GateOrder::gate_then_norm)
+        cpu::rms_norm_gate_then_norm_row(isa_, a.x.row(r), a.z.row(r), a.out.row(r), c, g, a.w, a.eps);
+      else
+        cpu::rms_norm_then_gate_row(isa_, a.x.row(r), a.z.row(r), a.out.row(r), c, g, a.w, a.eps);
+    }
+  });
+}
+
+void CpuBackend::l2_norm(const L2NormArgs& a) {
+  threads_.parallel_for(a.x.rows, [&](int64_t begin, int64_t end, int) {
+    for (int64_t r = begin; r < end; ++r) cpu::l2_norm_row(a.x.row(r), a.out.row(r), a.x.n, a.eps);
+  });
+}
+
+}  // namespace keel

@@ -9,13 +9,7 @@
 
 namespace keel::cpu {
 
-// A weight vector in its stored dtype (f32, bf16 or f16).
-struct NormWeight {
-  const void* data = nullptr;
-  DType dtype = DType::f32;
-  int64_t size = 0;  // elements: the row's n (one per channel), or the group size (shared by every group)
-  bool one_plus = false;  // scale by (1 + w) instead of w
-};
+// NormWeight: backend/kernel_args.h.
 
 // y = x / sqrt(mean(x²) + eps) ⊙ w over each group of `group` elements of a row of n (n % group == 0).
 // y may equal x.

@@ -2,16 +2,9 @@
 
 #include <cmath>
 
-namespace keel::cpu {
+#include "backend/cpu/cpu_backend.h"
 
-void rope_inv_freq(double theta, int64_t rotary_dim, float* inv_freq) {
-  // torch: 1.0 / (base ** (torch.arange(0, dim, 2, dtype=float32) / dim)), every step in float32.
-  const float base = static_cast<float>(theta), dim = static_cast<float>(rotary_dim);
-  for (int64_t i = 0; i < rotary_dim / 2; ++i) {
-    const float exponent = static_cast<float>(2 * i) / dim;
-    inv_freq[i] = 1.0f / std::pow(base, exponent);
-  }
-}
+namespace keel::cpu {
 
 void rope_cos_sin_row(int32_t position, const float* inv_freq, int64_t rotary_dim, float* table) {
   const int64_t half = rotary_dim / 2;
@@ -39,3 +32,28 @@ void rope_head(const float* x, float* y, int64_t head_dim, int64_t rotary_dim, c
 }
 
 }  // namespace keel::cpu
+
+namespace keel {
+
+void CpuBackend::rope_cos_sin(const RopeCosSinArgs& a) {
+  threads_.parallel_for(a.T, [&](int64_t begin, int64_t end, int) {
+    for (int64_t t = begin; t < end; ++t)
+      cpu::rope_cos_sin_row(a.positions[t], a.inv_freq, a.R,
+                            reinterpret_cast<float*>(a.table + t * a.table_row_bytes));
+  });
+}
+
+// One (token, head) per work item.
+void CpuBackend::rope(const RopeArgs& a) {
+  const int64_t H = a.H;
+  threads_.parallel_for(a.T * H, [&](int64_t begin, int64_t end, int) {
+    for (int64_t i = begin; i < end; ++i) {
+      const int64_t t = i / H, h = i % H;
+      cpu::rope_head(reinterpret_cast<const float*>(a.x + t * a.x_st + h * a.x_sh),
+                     reinterpret_cast<float*>(a.out + t * a.o_st + h * a.o_sh), a.D, a.R,
+                     reinterpret_cast<const float*>(a.table + t * a.table_row_bytes));
+    }
+  });
+}
+
+}  // namespace keel

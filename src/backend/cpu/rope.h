@@ -9,8 +9,6 @@
 
 namespace keel::cpu {
 
-// inv_freq[0, R/2) as transformers computes it in float32.
-void rope_inv_freq(double theta, int64_t rotary_dim, float* inv_freq);
 // table [R]: cos(angle_0 .. angle_{R/2−1}) then sin(...), for one position.
 void rope_cos_sin_row(int32_t position, const float* inv_freq, int64_t rotary_dim, float* table);
 // One head of D elements: y = rotated x (y may equal x). cs: that token's table [R].

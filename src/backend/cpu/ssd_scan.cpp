@@ -197,3 +197,35 @@ void ssd_scan(CpuBackend& be, const SsdScanArgs& a) {
 }
 
 }  // namespace keel::cpu
+
+namespace keel {
+
+int64_t CpuBackend::ssd_scan_workspace(const SsdScanArgs& a) const {
+  return 4 * 3 * a.H + cpu::ssd_scan_kernel_workspace_bytes(a.T, a.H, a.P, a.G, a.N, a.Q, workers());
+}
+
+void CpuBackend::ssd_scan(const SsdScanArgs& in) {
+  if (in.T == 0) return;
+  const int64_t H = in.H;
+  // A = −exp(A_log), dt_bias and D widened to f32 once (the 3·H floats of the workspace).
+  Tensor params = Tensor::empty(pool_, DType::f32, {3, H}, "ssd_scan parameters");
+  float* A = params.ptr<float>();
+  for (int64_t h = 0; h < H; ++h) {
+    A[h] = -std::exp(in.A_log.at(h));
+    A[H + h] = in.dt_bias.at(h);
+    A[2 * H + h] = in.D.at(h);
+  }
+  cpu::SsdScanArgs a;
+  a.T = in.T, a.H = H, a.P = in.P, a.G = in.G, a.N = in.N, a.Q = in.Q;
+  a.x = in.x, a.x_st = in.x_st, a.x_sh = in.x_sh;
+  a.dt = in.dt, a.dt_st = in.dt_st, a.dt_sh = in.dt_sh;
+  a.B = in.B, a.B_st = in.B_st, a.B_sg = in.B_sg;
+  a.C = in.C, a.C_st = in.C_st, a.C_sg = in.C_sg;
+  a.A = A, a.dt_bias = A + H, a.D = A + 2 * H;
+  a.state = in.state;
+  a.y = in.y, a.y_st = in.y_st, a.y_sh = in.y_sh;
+  a.dt_min = in.dt_min, a.dt_max = in.dt_max;
+  cpu::ssd_scan(*this, a);
+}
+
+}  // namespace keel

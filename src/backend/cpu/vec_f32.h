@@ -124,15 +124,6 @@ KEEL_INLINE float dot(const float* a, const float* b, int64_t n) {
   return s;
 }
 
-// y[0, n) += alpha · x[0, n)
-template <int W>
-KEEL_INLINE void axpy(float* y, const float* x, float alpha, int64_t n) {
-  using V = VecF<W>;
-  int64_t i = 0;
-  for (; i + W <= n; i += W) V::store(y + i, V::load(y + i) + alpha * V::load(x + i));
-  for (; i < n; ++i) y[i] += alpha * x[i];
-}
-
 // y[0, len) += Σ_{j < n_rows} coef[j] · rows[j·stride + (0, len)], rows accumulated in order j = 0, 1, ...
 template <int W>
 KEEL_INLINE void add_weighted_rows(float* y, const float* rows, int64_t stride, const float* coef,

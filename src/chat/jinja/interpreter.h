@@ -66,7 +66,6 @@ class Interpreter {
 
   Flow exec_body(const ast::Body& body, const FramePtr& frame, std::string& out);
   Flow exec(const ast::Stmt& stmt, const FramePtr& frame, std::string& out);
-  void exec_for(const ast::For& node, const FramePtr& frame, std::string& out);
   void exec_set(const ast::Target& target, Value value, const FramePtr& frame);
   Value make_macro(const ast::Macro& macro, const FramePtr& frame);
   Value call_macro(const ast::Macro& macro, const FramePtr& def_frame, CallArgs& args);

@@ -94,19 +94,19 @@ int64_t AttentionBlock::transient_bytes(const StepShape& s) const {
   const int64_t qpb = s_.output_gate ? 2 * qb : qb;  // q_proj's output
   int64_t attn_ws = 0;
   for (int64_t n : s.item_tokens)
-    attn_ws = std::max(attn_ws, ops::attention_workspace_bytes(n, s_.n_q, s_.n_kv, s.n_threads));
+    attn_ws = std::max(attn_ws, ops::attention_workspace_bytes(*s.be, n, s_.n_q, s_.n_kv));
   MemPlan m;
   m.alloc(qpb);
-  m.workspace(linear_workspace_bytes(w_.q, T, s.n_threads));
+  m.workspace(linear_workspace_bytes(*s.be, w_.q, T));
   m.alloc(kvb);
-  m.workspace(linear_workspace_bytes(w_.k, T, s.n_threads));
+  m.workspace(linear_workspace_bytes(*s.be, w_.k, T));
   m.alloc(kvb);
-  m.workspace(linear_workspace_bytes(w_.v, T, s.n_threads));
+  m.workspace(linear_workspace_bytes(*s.be, w_.v, T));
   m.free(2 * kvb);
   m.alloc(qb);
   m.workspace(attn_ws);
   m.free(qpb);
-  m.workspace(linear_workspace_bytes(w_.o, T, s.n_threads));
+  m.workspace(linear_workspace_bytes(*s.be, w_.o, T));
   return m.peak();
 }
 

@@ -36,7 +36,6 @@ struct ItemRows {
 
 struct StepContext {
   Backend* be = nullptr;
-  int n_threads = 1;
   int64_t T = 0;                // tokens in the step
   std::vector<ItemRows> items;  // in step order; their rows tile [0, T)
   Tensor rope_table;            // [T, rotary_dim] cos ‖ sin per token (models with RoPE), else undefined
@@ -47,7 +46,7 @@ struct StepContext {
 struct StepShape {
   int64_t T = 0;
   std::vector<int64_t> item_tokens;  // n per item, in step order
-  int n_threads = 1;
+  const Backend* be = nullptr;       // the backend that will run it: it states each op's workspace
 };
 
 // Replays allocations in forward()'s order to find their peak, in bytes.

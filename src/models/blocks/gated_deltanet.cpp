@@ -100,25 +100,25 @@ int64_t GatedDeltaNetBlock::transient_bytes(const StepShape& s) const {
   const int64_t qkv = f32_bytes(T * C), z = f32_bytes(T * V), ab = f32_bytes(T * Hv), conv = f32_bytes(T * C);
   int64_t rule_ws = 0;
   for (int64_t n : s.item_tokens)
-    rule_ws = std::max(rule_ws, ops::gated_deltanet_workspace_bytes(n, Hv, g_.key_head_dim, g_.value_head_dim,
-                                                                    kDeltaNetParams, s.n_threads));
+    rule_ws = std::max(rule_ws, ops::gated_deltanet_workspace_bytes(*s.be, n, Hv, g_.key_head_dim,
+                                                                    g_.value_head_dim, kDeltaNetParams));
   MemPlan m;
   m.alloc(qkv);
-  m.workspace(linear_workspace_bytes(w_.in_proj_qkv, T, s.n_threads));
+  m.workspace(linear_workspace_bytes(*s.be, w_.in_proj_qkv, T));
   m.alloc(z);
-  m.workspace(linear_workspace_bytes(w_.in_proj_z, T, s.n_threads));
+  m.workspace(linear_workspace_bytes(*s.be, w_.in_proj_z, T));
   m.alloc(ab);
-  m.workspace(linear_workspace_bytes(w_.in_proj_b, T, s.n_threads));
+  m.workspace(linear_workspace_bytes(*s.be, w_.in_proj_b, T));
   m.alloc(ab);
-  m.workspace(linear_workspace_bytes(w_.in_proj_a, T, s.n_threads));
+  m.workspace(linear_workspace_bytes(*s.be, w_.in_proj_a, T));
   m.alloc(conv);
-  m.workspace(ops::causal_conv1d_workspace_bytes(C, DType::f32));
+  m.workspace(ops::causal_conv1d_workspace_bytes(*s.be, T, C, w_.conv_w.dim(-1), DType::f32));
   m.free(qkv);
   m.alloc(f32_bytes(T * V));  // core
   m.workspace(rule_ws);
   m.free(conv + 2 * ab);
   m.free(z);
-  m.workspace(linear_workspace_bytes(w_.out_proj, T, s.n_threads));
+  m.workspace(linear_workspace_bytes(*s.be, w_.out_proj, T));
   return m.peak();
 }
 

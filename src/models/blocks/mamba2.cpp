@@ -86,18 +86,19 @@ int64_t Mamba2Block::transient_bytes(const StepShape& s) const {
   const int64_t proj = f32_bytes(T * (I + C + H)), conv = f32_bytes(T * C), y = f32_bytes(T * I);
   int64_t scan_ws = 0;
   for (int64_t n : s.item_tokens)
-    scan_ws = std::max(scan_ws, ops::ssd_scan_workspace_bytes(n, H, m_.head_dim, m_.n_groups,
-                                                              m_.ssm_state_size, m_.chunk_size, s.n_threads));
+    scan_ws = std::max(scan_ws, ops::ssd_scan_workspace_bytes(*s.be, n, H, m_.head_dim, m_.n_groups,
+                                                              m_.ssm_state_size, m_.chunk_size));
   MemPlan m;
   m.alloc(proj);
-  m.workspace(linear_workspace_bytes(w_.in_proj, T, s.n_threads));
+  m.workspace(linear_workspace_bytes(*s.be, w_.in_proj, T));
   m.alloc(conv);
-  m.workspace(ops::causal_conv1d_workspace_bytes(C, w_.conv_b.defined() ? w_.conv_b.dtype() : DType::f32));
+  m.workspace(ops::causal_conv1d_workspace_bytes(*s.be, T, C, w_.conv_w.dim(-1),
+                                                 w_.conv_b.defined() ? w_.conv_b.dtype() : DType::f32));
   m.alloc(y);
   m.workspace(scan_ws);
   m.free(conv);
   m.free(proj);
-  m.workspace(linear_workspace_bytes(w_.out_proj, T, s.n_threads));
+  m.workspace(linear_workspace_bytes(*s.be, w_.out_proj, T));
   return m.peak();
 }
 

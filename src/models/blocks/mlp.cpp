@@ -44,14 +44,14 @@ int64_t MlpBlock::transient_bytes(const StepShape& s) const {
   MemPlan m;
   m.alloc(hb);
   if (gated()) {
-    m.workspace(linear_workspace_bytes(w_.gate, s.T, s.n_threads));
+    m.workspace(linear_workspace_bytes(*s.be, w_.gate, s.T));
     m.alloc(hb);
-    m.workspace(linear_workspace_bytes(w_.up, s.T, s.n_threads));
+    m.workspace(linear_workspace_bytes(*s.be, w_.up, s.T));
     m.free(hb);
   } else {
-    m.workspace(linear_workspace_bytes(w_.up, s.T, s.n_threads));
+    m.workspace(linear_workspace_bytes(*s.be, w_.up, s.T));
   }
-  m.workspace(linear_workspace_bytes(w_.down, s.T, s.n_threads));
+  m.workspace(linear_workspace_bytes(*s.be, w_.down, s.T));
   return m.peak();
 }
 

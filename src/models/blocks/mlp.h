@@ -29,7 +29,7 @@ class MlpBlock final : public Block {
   int64_t transient_bytes(const StepShape& s) const override;
 
  private:
-  bool gated() const { return w_.gate.w.defined() && w_.gate.w.numel() > 0; }
+  bool gated() const { return w_.gate.w.defined() && w_.gate.w.data.numel() > 0; }
   MlpWeights w_;
   ops::Activation act_;
 };

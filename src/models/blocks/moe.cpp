@@ -5,17 +5,17 @@ namespace keel::models {
 MoeBlock::MoeBlock(ops::MoeWeights weights, const ops::MoeParams& params)
     : w_(std::move(weights)), p_(params) {
   const bool swiglu = p_.activation == ops::MoeActivation::swiglu;
-  shape_.H = w_.router.dim(1);
-  shape_.E = w_.router.dim(0);
+  shape_.H = w_.router.cols();
+  shape_.E = w_.router.rows();
   shape_.top_k = p_.top_k;
-  shape_.I = w_.up.empty() ? 0 : w_.up[0].dim(0);
-  shape_.Is = w_.shared_up.defined() ? w_.shared_up.dim(0) : 0;
+  shape_.I = w_.up.empty() ? 0 : w_.up[0].rows();
+  shape_.Is = w_.shared_up.defined() ? w_.shared_up.rows() : 0;
   shape_.swiglu = swiglu;
   shape_.shared_gate = w_.shared_expert_gate.defined();
   shape_.router_bias = w_.router_bias.defined();
-  shape_.router_dtype = w_.router.dtype();
-  shape_.weight_dtype = w_.up.empty() ? DType::f32 : w_.up[0].dtype();
-  shape_.shared_dtype = w_.shared_up.defined() ? w_.shared_up.dtype() : DType::f32;
+  shape_.router_dtype = w_.router;
+  shape_.weight_dtype = w_.up.empty() ? WeightFormat(DType::f32) : WeightFormat(w_.up[0]);
+  shape_.shared_dtype = w_.shared_up.defined() ? WeightFormat(w_.shared_up) : WeightFormat(DType::f32);
 }
 
 void MoeBlock::forward(const StepContext& ctx, size_t, const Tensor& x, Tensor& out) const {
@@ -25,7 +25,7 @@ void MoeBlock::forward(const StepContext& ctx, size_t, const Tensor& x, Tensor& 
 int64_t MoeBlock::transient_bytes(const StepShape& s) const {
   ops::MoeShape shape = shape_;
   shape.T = s.T;
-  return ops::moe_workspace_bytes(shape, s.n_threads);
+  return ops::moe_workspace_bytes(*s.be, shape);
 }
 
 }  // namespace keel::models

@@ -3,7 +3,6 @@
 #include <cmath>
 #include <numbers>
 
-#include "backend/cpu/rope.h"
 #include "core/error.h"
 #include "ops/rope.h"
 
@@ -15,8 +14,7 @@ RopeTable::RopeTable(const RopeConfig& rope, int64_t head_dim)
     throw_error(ErrorCode::invalid_file,
                 "rope: rotary dimension {} (head_dim {} × partial_rotary_factor {}) must be even",
                 rotary_dim_, head_dim, rope.partial_rotary_factor);
-  inv_freq_.resize(static_cast<size_t>(rotary_dim_ / 2));
-  cpu::rope_inv_freq(rope.theta, rotary_dim_, inv_freq_.data());
+  inv_freq_ = ops::rope_inv_freq(rope.theta, rotary_dim_);
   if (rope.type == "default") return;
   if (rope.type == "linear") {
     if (!rope.factor) throw_error(ErrorCode::invalid_file, "rope_type linear without a factor");
@@ -49,10 +47,10 @@ RopeTable::RopeTable(const RopeConfig& rope, int64_t head_dim)
               rope.type);
 }
 
-void RopeTable::fill(Backend&, std::span<const int32_t> positions, Tensor& table) const {
-  for (size_t t = 0; t < positions.size(); ++t)
-    cpu::rope_cos_sin_row(positions[t], inv_freq_.data(), rotary_dim_,
-                          static_cast<float*>(table.at(static_cast<int64_t>(t))));
+void RopeTable::fill(Backend& be, std::span<const int32_t> positions, Tensor& table) const {
+  const Tensor pos = Tensor::borrow(const_cast<int32_t*>(positions.data()), DType::i32,
+                                    {static_cast<int64_t>(positions.size())});
+  ops::rope_cos_sin(be, pos, inv_freq_, table);
 }
 
 }  // namespace keel::models

@@ -1,10 +1,11 @@
-// Host-side sampling over one row of logits: penalties, top-k, top-p, min-p, temperature, the draw.
-// Candidates are (logit, id); ties in any ordering break toward the lower id, so results are reproducible.
+// Host-side sampling over one row of logits in host memory (CPU and reference backends): penalties, top-k,
+// top-p, min-p, temperature, the draw. Candidates are (logit, id); ties in any ordering break toward the
+// lower id, so results are reproducible.
 #pragma once
 #include <cstdint>
 #include <random>
 
-namespace keel::cpu {
+namespace keel::ops::host {
 
 struct Candidate {
   float logit;
@@ -26,9 +27,6 @@ struct SamplerConfig {
   float frequency_penalty = 0.0f;
 };
 
-// Index of the largest of n logits (the first one on ties).
-int64_t argmax_row(const float* logits, int64_t n);
-
 // The k best of n logits, best first, into heap[0, k) (k ≤ n).
 void top_k_row(const float* logits, int64_t n, int64_t k, Candidate* heap);
 
@@ -42,4 +40,4 @@ int64_t filter_candidates(const float* logits, int64_t n, int32_t* history, int6
 // Unnormalized probability of a candidate at `temperature`, in double: exp((l − max_logit) / temperature).
 double candidate_weight(const Candidate& c, float max_logit, float temperature);
 
-}  // namespace keel::cpu
+}  // namespace keel::ops::host

@@ -1,5 +1,6 @@
-// One pool of worker threads for CPU kernels (-t/--threads). parallel_for splits [0, n) into contiguous
-// ranges, one per worker, and returns when all are done. Kernels must not nest parallel_for calls.
+// One pool of host worker threads (the CPU backend's kernels; host-side fills) (-t/--threads). parallel_for
+// splits [0, n) into contiguous ranges, one per worker, and returns when all are done. Kernels must not nest
+// parallel_for calls.
 #pragma once
 #include <condition_variable>
 #include <cstdint>

@@ -1,0 +1,52 @@
+// The reference backend: the float64 references of src/ops/reference/ behind the same dispatch as every
+// other backend (f32 in and out, double inside; plain loops, one thread, slow). It is the second
+// implementation every test build runs: the op harness and the model fixtures run on it beside the CPU, so
+// an op whose seam leaks CPU assumptions fails here first, and a new backend (CUDA) has a second opinion to
+// agree with. It reads host memory and keeps its double scratch in std::vector on the host heap, outside
+// the pool: every *_workspace answers 0 (the ops' own pool allocations are still counted by the ops).
+// It supports every op, dense f32/bf16/f16 weights and packed (MLX affine) weights for matmul and embedding
+// (dequantized in double), the plain reference of what a packed kernel must compute.
+#pragma once
+#include <string>
+
+#include "backend/backend.h"
+
+namespace keel {
+
+class ReferenceBackend final : public Backend {
+ public:
+  explicit ReferenceBackend(MemoryPool& pool) : pool_(pool) {}
+  DeviceKind kind() const override { return DeviceKind::cpu; }  // host memory
+  std::string name() const override { return "reference (float64)"; }
+  bool supports(Op op, DType dtype) const override;
+  MemoryPool& pool() override { return pool_; }
+
+  void matmul(const MatmulArgs& a) override;
+  int64_t matmul_workspace(const MatmulArgs&) const override { return 0; }
+  void embedding(const EmbeddingArgs& a) override;
+  void rms_norm(const RmsNormArgs& a) override;
+  void gated_rms_norm(const GatedRmsNormArgs& a) override;
+  void l2_norm(const L2NormArgs& a) override;
+  void activation(const ActivationArgs& a) override;
+  void softmax(const SoftmaxArgs& a) override;
+  void binary(const BinaryArgs& a) override;
+  void rope_cos_sin(const RopeCosSinArgs& a) override;
+  void rope(const RopeArgs& a) override;
+  void causal_conv1d(const Conv1dArgs& a) override;
+  int64_t causal_conv1d_workspace(const Conv1dArgs&) const override { return 0; }
+  void ssd_scan(const SsdScanArgs& a) override;
+  int64_t ssd_scan_workspace(const SsdScanArgs&) const override { return 0; }
+  void gated_deltanet(const GatedDeltaNetArgs& a) override;
+  int64_t gated_deltanet_workspace(const GatedDeltaNetArgs&) const override { return 0; }
+  void attention(const AttentionArgs& a) override;
+  int64_t attention_workspace(const AttentionArgs&) const override { return 0; }
+  void moe_route(const MoeRouteArgs& a) override;
+  int64_t moe_route_workspace(const MoeRouteArgs&) const override { return 0; }
+  void move_rows(const MoveRowsArgs& a) override;
+  void argmax(const ArgmaxArgs& a) override;
+
+ private:
+  MemoryPool& pool_;
+};
+
+}  // namespace keel

@@ -1,0 +1,101 @@
+// The reference backend's stateful and heavy ops: conv1d, SSD, Gated DeltaNet (both forms run the
+// token-by-token recurrence), attention (full softmax), MoE routing (sorted) and the expert row moves. The
+// carried states are read into double, updated by the reference, and rounded back to f32 at the call's end.
+#include <cmath>
+#include <vector>
+
+#include "backend/reference/reference_backend.h"
+#include "backend/reference/reference_util.h"
+#include "ops/reference/attention_ref.h"
+#include "ops/reference/conv1d_ref.h"
+#include "ops/reference/gated_deltanet_ref.h"
+#include "ops/reference/moe_ref.h"
+#include "ops/reference/ssd_scan_ref.h"
+
+namespace keel {
+
+using namespace reference_util;
+
+namespace {
+std::vector<double> params(const ParamVec& p, int64_t n) {
+  std::vector<double> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = p.at(i);
+  return v;
+}
+}  // namespace
+
+void ReferenceBackend::causal_conv1d(const Conv1dArgs& a) {
+  const int64_t T = a.T, C = a.C, K = a.K;
+  std::vector<double> x = read_3d(a.x, a.x_row, 0, T, 1, C), w(static_cast<size_t>(C * K));
+  for (int64_t c = 0; c < C; ++c)
+    widen(static_cast<const char*>(a.w) + c * a.w_row * dtype_info(a.w_dtype).block_bytes, a.w_dtype, K,
+          &w[static_cast<size_t>(c * K)]);
+  std::vector<double> bias = a.bias.data ? params(a.bias, C) : std::vector<double>();
+  std::vector<double> state = read_row(a.state, (K - 1) * C);
+  write_3d(ref::causal_conv1d(x, w, bias, state, T, C, K, a.silu), a.out, a.out_row, 0, T, 1, C);
+  write_row(state, a.state);
+}
+
+void ReferenceBackend::ssd_scan(const SsdScanArgs& a) {
+  if (a.T == 0) return;
+  const ref::SsdShape s{a.T, a.H, a.P, a.G, a.N};
+  std::vector<double> state = read_row(a.state, a.H * a.P * a.N);
+  const std::vector<double> y = ref::ssd_scan(
+      s, read_3d(a.x, a.x_st, a.x_sh, a.T, a.H, a.P), read_3d(a.dt, a.dt_st, a.dt_sh, a.T, a.H, 1),
+      read_3d(a.B, a.B_st, a.B_sg, a.T, a.G, a.N), read_3d(a.C, a.C_st, a.C_sg, a.T, a.G, a.N),
+      params(a.A_log, a.H), params(a.dt_bias, a.H), params(a.D, a.H), a.dt_min, a.dt_max, state);
+  write_3d(y, a.y, a.y_st, a.y_sh, a.T, a.H, a.P);
+  write_row(state, a.state);
+}
+
+void ReferenceBackend::gated_deltanet(const GatedDeltaNetArgs& a) {
+  if (a.T == 0) return;
+  const ref::GatedDeltaNetShape s{a.T, a.Hk, a.Hv, a.Dk, a.Dv};
+  std::vector<double> state = read_row(a.state, a.Hv * a.Dk * a.Dv);
+  const std::vector<double> out = ref::gated_deltanet(
+      s, read_3d(a.q, a.q_st, a.q_sh, a.T, a.Hk, a.Dk), read_3d(a.k, a.k_st, a.k_sh, a.T, a.Hk, a.Dk),
+      read_3d(a.v, a.v_st, a.v_sh, a.T, a.Hv, a.Dv), read_3d(a.a, a.a_st, a.a_sh, a.T, a.Hv, 1),
+      read_3d(a.b, a.b_st, a.b_sh, a.T, a.Hv, 1), params(a.A_log, a.Hv), params(a.dt_bias, a.Hv), a.qk_l2norm,
+      a.eps, state);
+  write_3d(out, a.out, a.o_st, a.o_sh, a.T, a.Hv, a.Dv);
+  write_row(state, a.state);
+}
+
+void ReferenceBackend::attention(const AttentionArgs& a) {
+  if (a.T == 0) return;
+  const int64_t kv_len = a.offset + a.T;
+  const std::vector<double> out = ref::attention(
+      a.T, a.n_q, a.n_kv, a.D, a.Dv, a.offset, a.scale, read_3d(a.q, a.q_st, a.q_sh, a.T, a.n_q, a.D),
+      read_3d(a.k, a.k_st, a.k_sh, kv_len, a.n_kv, a.D), read_3d(a.v, a.v_st, a.v_sh, kv_len, a.n_kv, a.Dv));
+  write_3d(out, a.out, a.o_st, a.o_sh, a.T, a.n_q, a.Dv);
+}
+
+void ReferenceBackend::moe_route(const MoeRouteArgs& a) {
+  ref::MoeConfig c;
+  c.sigmoid_grouped = a.sigmoid_grouped;
+  c.top_k = a.top_k, c.n_group = a.n_group, c.topk_group = a.topk_group;
+  c.norm_topk_prob = a.norm_topk_prob, c.scaling = a.scaling;
+  const ref::MoeRouting r = ref::moe_route(c, a.T, a.E, read_3d(a.logits, a.logits_st, 0, a.T, 1, a.E),
+                                           a.bias.data ? params(a.bias, a.E) : std::vector<double>());
+  for (int64_t i = 0; i < a.T * a.top_k; ++i) {
+    a.indices[i] = static_cast<int32_t>(r.indices[static_cast<size_t>(i)]);
+    a.weights[i] = static_cast<float>(r.weights[static_cast<size_t>(i)]);
+  }
+}
+
+void ReferenceBackend::move_rows(const MoveRowsArgs& a) {
+  for (int64_t r = 0; r < a.n; ++r) {
+    float* d = a.dst + (a.op == RowsOp::scatter_add ? a.rows[r] : r) * a.dst_st;
+    const float* s = a.op == RowsOp::gather ? a.src + a.rows[r] * a.src_st : a.src + r * a.src_st;
+    for (int64_t i = 0; i < a.width; ++i) {
+      if (a.op == RowsOp::gather)
+        d[i] = s[i];
+      else if (a.op == RowsOp::scatter_add)
+        d[i] = static_cast<float>(double(d[i]) + double(a.scale[r]) * double(s[i]));
+      else
+        d[i] = static_cast<float>(double(d[i]) * double(a.scale[r]));
+    }
+  }
+}
+
+}  // namespace keel

@@ -1,1 +1,0 @@
-#include "ops/op_context.h"
