@@ -26,6 +26,12 @@ class CpuBackend final : public Backend {
   ThreadPool* threads() override { return &threads_; }
   CpuIsa isa() const { return isa_; }
 
+  // Memory (host memory: synchronous memcpy/memset).
+  void copy(const Tensor& src, Tensor& dst) override;
+  void upload(const void* host, int64_t bytes, Tensor& dst) override;
+  void download(const Tensor& src, void* host, int64_t bytes) override;
+  void fill_zero(Tensor& dst) override;
+
  private:
   MemoryPool& pool_;
   CpuIsa isa_;
