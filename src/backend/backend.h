@@ -40,11 +40,6 @@ class Backend {
   virtual bool supports(Op op, DType weight_dtype) const = 0;
   // The device's one pool: every tensor keel allocates on this device comes from it.
   virtual MemoryPool& pool() = 0;
-  // Waits for queued work (a no-op on the CPU, whose kernels run synchronously).
-  virtual void synchronize() {}
-  // CPU workers for kernels; nullptr on devices without host-side parallel kernels.
-  virtual ThreadPool* threads() { return nullptr; }
-
   // Memory: copies and fills of tensors that live on this device (from its pool, or borrowed device memory),
   // queued on the backend's one stream in order with its kernels; synchronize() waits for them. Every tensor
   // passed is contiguous (a row range of a larger tensor is: slice dimension 0). Byte counts are checked:
@@ -60,6 +55,11 @@ class Backend {
   virtual void download(const Tensor& src, void* host, int64_t bytes) = 0;
   // dst's bytes all zero (0.0 in every float dtype).
   virtual void fill_zero(Tensor& dst) = 0;
+
+  // Waits for queued work (a no-op on the CPU, whose kernels run synchronously).
+  virtual void synchronize() {}
+  // CPU workers for kernels; nullptr on devices without host-side parallel kernels.
+  virtual ThreadPool* threads() { return nullptr; }
 };
 
 }  // namespace keel
