@@ -140,7 +140,7 @@ class Scheduler {
                      std::vector<StepItem>& items, int64_t& state_bytes);
   void on_memory_failure(const std::vector<Sequence*>& seqs, const Error& e);
   void on_step_error(const std::vector<Sequence*>& seqs, const Error& e);
-  void record_step_memory(const PlannedStep& plan, int64_t before, int64_t measured_states);
+  void record_step_memory(const PlannedStep& plan, int64_t before, int64_t state_growth);
   void deliver(const std::vector<Sequence*>& seqs, const std::vector<StepItem>& items, const Tensor& logits,
                StepEndings& endings);
   void checkpoint_prompts(const std::vector<Sequence*>& seqs);

@@ -3,10 +3,9 @@
 #include <fmt/format.h>
 
 #include <cstdlib>
-#include <cstring>
 #include <string_view>
 
-#include "core/error.h"
+#include "backend/host_memory.h"
 
 namespace keel {
 
@@ -61,37 +60,20 @@ bool CpuBackend::supports(Op, DType weight_dtype) const {
   return weight_dtype == DType::f32 || weight_dtype == DType::bf16 || weight_dtype == DType::f16;
 }
 
-namespace {
-// Throws unless `t` is contiguous and covers `bytes` bytes; `what` names the call and the operand.
-void check_span(const Tensor& t, int64_t bytes, const char* what) {
-  if (!t.is_contiguous())
-    throw_error(ErrorCode::invalid_argument, "{}: a non-contiguous tensor {}", what, t.shape_string());
-  if (t.nbytes() != bytes)
-    throw_error(ErrorCode::invalid_argument, "{}: {} bytes into/from a tensor {} of {} bytes", what, bytes,
-                t.shape_string(), t.nbytes());
-  if (bytes > 0 && !t.data()) throw_error(ErrorCode::invalid_argument, "{}: a tensor without storage", what);
-}
-}  // namespace
-
 void CpuBackend::copy(const Tensor& src, Tensor& dst) {
-  check_span(src, src.nbytes(), "copy (source)");
-  check_span(dst, src.nbytes(), "copy (destination)");
-  if (src.nbytes() > 0) std::memmove(dst.data(), src.data(), static_cast<size_t>(src.nbytes()));
+  host_memory::copy(src, dst);
 }
 
 void CpuBackend::upload(const void* host, int64_t bytes, Tensor& dst) {
-  check_span(dst, bytes, "upload");
-  if (bytes > 0) std::memcpy(dst.data(), host, static_cast<size_t>(bytes));
+  host_memory::upload(host, bytes, dst);
 }
 
 void CpuBackend::download(const Tensor& src, void* host, int64_t bytes) {
-  check_span(src, bytes, "download");
-  if (bytes > 0) std::memcpy(host, src.data(), static_cast<size_t>(bytes));
+  host_memory::download(src, host, bytes);
 }
 
 void CpuBackend::fill_zero(Tensor& dst) {
-  check_span(dst, dst.nbytes(), "fill_zero");
-  if (dst.nbytes() > 0) std::memset(dst.data(), 0, static_cast<size_t>(dst.nbytes()));
+  host_memory::fill_zero(dst);
 }
 
 }  // namespace keel
