@@ -33,11 +33,6 @@ void Engine::submit(Request request) {
   wake_.notify_all();
 }
 
-void Engine::set_reclaimer(std::function<int64_t()> reclaim) {
-  std::lock_guard lock(mutex_);
-  scheduler_.set_reclaimer(std::move(reclaim));
-}
-
 EngineStats Engine::stats() const {
   std::lock_guard lock(mutex_);
   EngineStats s = last_stats_;

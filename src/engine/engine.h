@@ -32,8 +32,6 @@ class Engine {
   EngineStats stats() const;
   Model& model() { return model_; }
   const SchedulerConfig& config() const { return config_; }
-  // Runs `fn` on the engine thread between steps, with the scheduler quiescent (e.g. to change the baseline).
-  void set_reclaimer(std::function<int64_t()> reclaim);
 
  private:
   void loop();

@@ -53,7 +53,8 @@ struct Scheduler::Sequence {
   int64_t n_prompt = 0;
   int64_t n_generated = 0;
   std::unique_ptr<SequenceState> state;  // null before its first step and after a preemption
-  int failed_attempts = 0;               // failed steps it took part in since it last made progress
+  int failed_attempts = 0;    // failed steps (out of memory) it took part in since its last progress
+  int error_attempts = 0;     // steps that failed otherwise (a model error) since its last progress
   int64_t best_in_state = 0;  // most tokens its state has held: a success below that only redoes work
   bool started = false;       // on_started was sent
   int64_t cached_tokens = 0;  // prompt tokens that came from the prompt cache
@@ -63,14 +64,29 @@ struct Scheduler::Sequence {
   bool cancelled() const { return request.cancelled && request.cancelled->load(); }
 };
 
-struct Scheduler::CacheEntry {
-  std::vector<int32_t> tokens;  // what the state holds
-  std::unique_ptr<SequenceState> state;
-  uint64_t last_used = 0;
+// How the sequences of a step that ran end, if they do: in this order, those whose token could not be
+// chosen, then those that finished.
+struct Scheduler::StepEndings {
+  std::vector<std::pair<Sequence*, Error>> failed;
+  std::vector<std::pair<Sequence*, FinishReason>> done;
 };
 
+namespace {
+// A step error seen this many times by a sequence without progress ends it: a deterministic error repeats.
+constexpr int kErrorAttempts = 2;
+
+Error as_error(const std::exception& e) {
+  if (const auto* err = dynamic_cast<const Error*>(&e)) return *err;
+  return Error(ErrorCode::internal, fmt::format("the step failed: {}", e.what()));
+}
+}  // namespace
+
 Scheduler::Scheduler(Model& model, MemoryPool& pool, SchedulerConfig config)
-    : model_(model), pool_(pool), config_(config), baseline_(pool.in_use()) {
+    : model_(model),
+      pool_(pool),
+      config_(config),
+      baseline_(pool.in_use()),
+      cache_(model, std::max(0, config.prompt_cache_entries)) {
   config_.n_slots = std::max(1, config_.n_slots);
   config_.prefill_chunk_size = std::max<int64_t>(1, config_.prefill_chunk_size);
   step_token_cap_ = std::max<int64_t>(config_.prefill_chunk_size, config_.n_slots);
@@ -100,14 +116,16 @@ void Scheduler::check_admission(const Request& request) const {
                 n, config_.ctx_size);
   // The smallest step this request will ever need: its whole prompt in state, one more token in flight.
   StepShapeItem last{1, n, 1};
-  int64_t need = model_.state_bytes(n + 1, capacity_for(request)) + model_.step_transient_bytes({&last, 1});
-  int64_t limit = pool_.limit(), base = baseline_.load();
-  if (base + need > limit)
+  const int64_t state = model_.state_bytes(n + 1, capacity_for(request));
+  const int64_t step = model_.step_transient_bytes({&last, 1});
+  int64_t limit = pool_.limit(), base = baseline_.load(), need = 0, total = 0;
+  if (state < 0 || step < 0 || __builtin_add_overflow(state, step, &need) ||
+      __builtin_add_overflow(base, need, &total) || total > limit)
     throw_error(
         ErrorCode::context_length_exceeded,
-        "the prompt has {} tokens; it needs {} bytes of sequence state and step memory, but the memory limit "
-        "of {} bytes leaves {} after the model",
-        n, need, limit, limit - base);
+        "the prompt has {} tokens; it needs {} bytes of sequence state and {} of step memory, but the memory "
+        "limit of {} bytes leaves {} after the model",
+        n, state, step, limit, limit - base);
 }
 
 uint64_t Scheduler::submit(Request request) {
@@ -129,9 +147,11 @@ uint64_t Scheduler::submit(Request request) {
 }
 
 int64_t Scheduler::capacity_for(const Request& r) const {
-  return std::min<int64_t>(config_.ctx_size, static_cast<int64_t>(r.prompt.size()) + r.max_new_tokens);
+  // max_new_tokens is the client's and may be anything up to INT64_MAX: compare before adding.
+  const int64_t n = static_cast<int64_t>(r.prompt.size()), ctx = config_.ctx_size;
+  if (n >= ctx || r.max_new_tokens >= ctx - n) return ctx;
+  return n + std::max<int64_t>(0, r.max_new_tokens);
 }
-
 int64_t Scheduler::growth_bytes(const Sequence& seq, int64_t n_tokens) const {
   int64_t held = seq.state ? seq.state->bytes() - seq.state->checkpoint_bytes() : 0;
   return std::max<int64_t>(0,
@@ -180,21 +200,26 @@ std::optional<PlannedStep> Scheduler::plan_next() {
   admit_waiting();
   // Memory held by the prompt cache gives way to running work: evict and plan again while the plan is cut
   // short.
+  const Sequence* suspect = nullptr;  // the first whose last step failed with a model error
+  for (auto& s : running_)
+    if (s->error_attempts > 0 && !suspect) suspect = s.get();
   for (;;) {
     bool constrained = false;
-    std::optional<PlannedStep> plan = plan_once(constrained);
+    std::optional<PlannedStep> plan;
+    if (suspect) plan = plan_once(constrained, suspect);
+    if (!plan) plan = plan_once(constrained, nullptr);  // no suspect, or it cannot move now
     if (!constrained || cache_.empty()) return plan;
     cache_evict_one();
   }
 }
 
-std::optional<PlannedStep> Scheduler::plan_once(bool& constrained) {
+std::optional<PlannedStep> Scheduler::plan_once(bool& constrained, const Sequence* alone) {
   PlannedStep plan;
   std::vector<StepShapeItem> shape;
   int64_t growth = 0, tokens = 0;
   // Decode tokens first, so one long prompt never stalls the others' streams.
   for (auto& seq : running_) {
-    if (seq->remaining() != 1 || tokens >= step_token_cap_) continue;
+    if ((alone && seq.get() != alone) || seq->remaining() != 1 || tokens >= step_token_cap_) continue;
     shape.push_back(shape_of(*seq, 1));
     int64_t g = growth_bytes(*seq, 1);
     if (!fits(shape, growth + g)) {
@@ -209,7 +234,7 @@ std::optional<PlannedStep> Scheduler::plan_once(bool& constrained) {
   // Then prefill chunks, oldest sequence first, each the largest that fits (binary search: bytes grow with
   // n).
   for (auto& seq : running_) {
-    if (seq->remaining() <= 1) continue;
+    if ((alone && seq.get() != alone) || seq->remaining() <= 1) continue;
     int64_t n_max = std::min(seq->remaining(), step_token_cap_ - tokens);
     n_max = std::min(n_max, config_.prefill_chunk_size);
     // A model whose states cannot be cut back keeps checkpoints in the prompt (chunk ends, the request's
@@ -253,6 +278,27 @@ std::optional<PlannedStep> Scheduler::plan_once(bool& constrained) {
 }
 
 bool Scheduler::step() {
+  try {
+    const bool worked = step_or_reclaim();
+    last_unexpected_.clear();
+    return worked;
+  } catch (const std::exception& e) {
+    // Outside any one step's sequences (run_planned handles its own): the same failure twice in a row ends
+    // every running request with it, instead of repeating forever.
+    spdlog::error("scheduler step failed: {}", e.what());
+    if (last_unexpected_ != e.what()) {
+      last_unexpected_ = e.what();
+      return true;
+    }
+    last_unexpected_.clear();
+    const Error err = as_error(e);
+    for (auto& s : running_) finish(*s, FinishReason::error, &err);
+    running_.clear();
+    return true;
+  }
+}
+
+bool Scheduler::step_or_reclaim() {
   std::optional<PlannedStep> plan = plan_next();
   if (plan) {
     run_planned(*plan);
@@ -263,7 +309,6 @@ bool Scheduler::step() {
   // several sequences holding state; else the one sequence that cannot move even alone fails, with a
   // retryable error.
   if (cache_evict_one() > 0) return true;
-  if (reclaim_ && reclaim_() > 0) return true;
   int64_t dropped = 0;  // running sequences' prompt checkpoints
   for (auto& s : running_)
     if (s->state) dropped += model_.drop_checkpoints(*s->state);
@@ -279,8 +324,7 @@ bool Scheduler::step() {
                   "{}-byte limit; retry later or with a shorter conversation",
                   (*stuck)->in_state(), pool_.in_use(), pool_.limit()));
   ++stats_.failed_memory;
-  finish(**stuck, FinishReason::error, &err);
-  running_.erase(stuck);
+  finish_running(**stuck, FinishReason::error, &err);
   return true;
 }
 
@@ -315,92 +359,121 @@ void Scheduler::finish(Sequence& seq, FinishReason reason, const Error* error) {
   seq.request.sink.reset();
 }
 
+void Scheduler::finish_running(Sequence& seq, FinishReason reason, const Error* error) {
+  auto it = std::find_if(running_.begin(), running_.end(), [&](auto& p) { return p.get() == &seq; });
+  finish(seq, reason, error);
+  running_.erase(it);
+}
+
 void Scheduler::run_planned(const PlannedStep& plan) {
+  const std::vector<Sequence*> seqs = sequences_of(plan);
+  std::vector<StepItem> items;
+  int64_t before_states = 0, before = 0;
+  Tensor logits;
+  try {
+    if (!prepare_items(plan, seqs, items, before_states)) return;
+    before = pool_.in_use();
+    pool_.mark_peak();
+    logits = model_.forward(items);
+  } catch (const std::exception& e) {
+    const Error err = as_error(e);
+    if (err.code() == ErrorCode::out_of_memory)
+      on_memory_failure(seqs, err);
+    else
+      on_step_error(seqs, err);
+    return;
+  }
+  ++stats_.steps;
+  int64_t after_states = 0;
+  for (Sequence* s : seqs) after_states += s->state->bytes();
+  record_step_memory(plan, before, after_states - before_states);
+  StepEndings endings;
+  deliver(seqs, items, logits, endings);
+  logits = Tensor();
+  if (checkpoints_prompts()) checkpoint_prompts(seqs);
+  end_sequences(endings);
+  update_cache_stats();
+}
+
+std::vector<Scheduler::Sequence*> Scheduler::sequences_of(const PlannedStep& plan) const {
   std::vector<Sequence*> seqs;
   for (const auto& item : plan.items) {
     auto it = std::find_if(running_.begin(), running_.end(), [&](auto& p) { return p->id == item.seq_id; });
     seqs.push_back(it->get());
   }
-  auto on_failure = [&](const Error& e) {
-    ++stats_.failed_steps;
-    step_token_cap_ = std::max<int64_t>(1, step_token_cap_ / 2);
-    steps_since_failure_ = 0;
-    bool survives = model_.state_survives_failed_step();
-    for (Sequence* s : seqs) {
-      ++s->failed_attempts;
-      // A recurrent state updated in place is unusable now; its newest checkpoint (a copy) is not.
-      if (!survives && s->state && !model_.restore_checkpoint(*s->state)) s->state.reset();
-    }
-    spdlog::warn("step of {} sequences failed ({}); retrying with at most {} tokens", seqs.size(), e.what(),
-                 step_token_cap_);
-    // Fail alone, with a retryable error, every sequence that has failed too often; reclaim for the others.
-    for (size_t i = 0; i < running_.size();) {
-      Sequence& s = *running_[i];
-      if (s.failed_attempts >= config_.max_failed_attempts) {
-        Error err(ErrorCode::out_of_memory,
-                  fmt::format("not enough memory after {} attempts ({}); retry later", s.failed_attempts,
-                              e.what()));
-        ++stats_.failed_memory;
-        finish(s, FinishReason::error, &err);
-        running_.erase(running_.begin() + static_cast<long>(i));
-      } else {
-        ++i;
-      }
-    }
-    if (cache_evict_one() == 0 && reclaim_) reclaim_();
-  };
+  return seqs;
+}
 
-  std::vector<StepItem> items;
-  int64_t before_states = 0;
+bool Scheduler::prepare_items(const PlannedStep& plan, const std::vector<Sequence*>& seqs,
+                              std::vector<StepItem>& items, int64_t& state_bytes) {
   try {
-    for (size_t i = 0; i < seqs.size(); ++i) {
-      Sequence& s = *seqs[i];
-      if (!s.state) s.state = model_.new_state(capacity_for(s.request));
-    }
-    for (size_t i = 0; i < seqs.size(); ++i) {
-      Sequence& s = *seqs[i];
-      int64_t n = plan.items[i].n_tokens;
-      int64_t start = s.in_state();
-      StepItem item;
-      item.state = s.state.get();
-      item.tokens = std::span<const int32_t>(s.tokens.data() + start, static_cast<size_t>(n));
-      item.n_logits = (start + n == static_cast<int64_t>(s.tokens.size())) ? 1 : 0;
-      item.cancelled = s.request.cancelled.get();
-      items.push_back(item);
-      before_states += s.state->bytes();
-    }
+    for (Sequence* s : seqs)
+      if (!s->state) s->state = model_.new_state(capacity_for(s->request));
   } catch (const Error& e) {
     if (e.code() != ErrorCode::out_of_memory) throw;
-    on_failure(e);
+    on_memory_failure(seqs, e);
+    return false;
+  }
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    Sequence& s = *seqs[i];
+    const int64_t n = plan.items[i].n_tokens, start = s.in_state();
+    StepItem item;
+    item.state = s.state.get();
+    item.tokens = std::span<const int32_t>(s.tokens.data() + start, static_cast<size_t>(n));
+    item.n_logits = (start + n == static_cast<int64_t>(s.tokens.size())) ? 1 : 0;
+    item.cancelled = s.request.cancelled.get();
+    items.push_back(item);
+    state_bytes += s.state->bytes();
+  }
+  return true;
+}
+
+void Scheduler::on_memory_failure(const std::vector<Sequence*>& seqs, const Error& e) {
+  ++stats_.failed_steps;
+  step_token_cap_ = std::max<int64_t>(1, step_token_cap_ / 2);
+  steps_since_failure_ = 0;
+  bool survives = model_.state_survives_failed_step();
+  for (Sequence* s : seqs) {
+    ++s->failed_attempts;
+    // A recurrent state updated in place is unusable now; its newest checkpoint (a copy) is not.
+    if (!survives && s->state && !model_.restore_checkpoint(*s->state)) s->state.reset();
+  }
+  spdlog::warn("step of {} sequences failed ({}); retrying with at most {} tokens", seqs.size(), e.what(),
+               step_token_cap_);
+  // Fail alone, with a retryable error, every sequence that has failed too often; reclaim for the others.
+  for (size_t i = 0; i < running_.size();) {
+    Sequence& s = *running_[i];
+    if (s.failed_attempts >= config_.max_failed_attempts) {
+      Error err(ErrorCode::out_of_memory, fmt::format("not enough memory after {} attempts ({}); retry later",
+                                                      s.failed_attempts, e.what()));
+      ++stats_.failed_memory;
+      finish(s, FinishReason::error, &err);
+      running_.erase(running_.begin() + static_cast<long>(i));
+    } else {
+      ++i;
+    }
+  }
+  cache_evict_one();
+}
+
+// Cancelled (every item: the next plan drops them), or a model error (any exception but out_of_memory). The
+// states are put back as after a memory failure. A sequence ends with the error at its kErrorAttempts-th
+// such failure; until then plan_next runs it alone, so that a deterministic error ends its own request only.
+void Scheduler::on_step_error(const std::vector<Sequence*>& seqs, const Error& e) {
+  const bool survives = model_.state_survives_failed_step();
+  if (e.code() == ErrorCode::cancelled) {
+    for (Sequence* s : seqs)
+      if (!survives) s->state.reset();
     return;
   }
-
-  const int64_t before = pool_.in_use();
-  pool_.mark_peak();
-  Tensor logits;
-  try {
-    logits = model_.forward(items);
-  } catch (const Error& e) {
-    if (e.code() == ErrorCode::out_of_memory) {
-      on_failure(e);
-      return;
-    }
-    // Cancelled (every item), or a model error: those sequences end; the others go on.
-    bool survives = model_.state_survives_failed_step();
-    for (Sequence* s : seqs) {
-      if (!survives) s->state.reset();
-    }
-    if (e.code() != ErrorCode::cancelled) {
-      spdlog::error("step failed: {}", e.what());
-      for (Sequence* s : seqs) {
-        auto it = std::find_if(running_.begin(), running_.end(), [&](auto& p) { return p.get() == s; });
-        finish(*s, FinishReason::error, &e);
-        running_.erase(it);
-      }
-    }
-    return;  // cancelled sequences are dropped by the next plan
+  spdlog::error("step of {} sequences failed: {}", seqs.size(), e.what());
+  for (Sequence* s : seqs) {
+    if (!survives && s->state && !model_.restore_checkpoint(*s->state)) s->state.reset();
+    if (++s->error_attempts >= kErrorAttempts) finish_running(*s, FinishReason::error, &e);
   }
-  ++stats_.steps;
+}
+
+void Scheduler::record_step_memory(const PlannedStep& plan, int64_t before, int64_t state_growth) {
   // The cap grows back slowly: a size that just failed is not tried again at once (a recurrent sequence loses
   // its state with every failed step, so retrying that size at once could repeat forever).
   const int64_t full_cap = std::max<int64_t>(config_.prefill_chunk_size, config_.n_slots);
@@ -408,9 +481,7 @@ void Scheduler::run_planned(const PlannedStep& plan) {
     step_token_cap_ = std::min(full_cap, 2 * step_token_cap_);
     steps_since_failure_ = 0;
   }
-  int64_t after_states = 0;
-  for (Sequence* s : seqs) after_states += s->state->bytes();
-  int64_t measured = pool_.peak() - before - (after_states - before_states);
+  int64_t measured = pool_.peak() - before - state_growth;
   stats_.last_planned_transient = plan.planned_transient;
   stats_.last_measured_transient = measured;
   if (plan.planned_transient > 0)
@@ -420,18 +491,19 @@ void Scheduler::run_planned(const PlannedStep& plan) {
     ++stats_.plan_exceeded;
     spdlog::error("bug: step used {} transient bytes, planned {}", measured, plan.planned_transient);
   }
+}
 
-  // Deliver: one logits row per item that asked for one, in item order.
+// One logits row per item that asked for one, in item order.
+void Scheduler::deliver(const std::vector<Sequence*>& seqs, const std::vector<StepItem>& items,
+                        const Tensor& logits, StepEndings& endings) {
   int64_t row = 0;
   const int64_t vocab = model_.vocab_size();
-  std::vector<Sequence*> done;
-  std::vector<FinishReason> reasons;
-  std::vector<std::pair<Sequence*, Error>> chooser_failed;
   for (size_t i = 0; i < seqs.size(); ++i) {
     Sequence& s = *seqs[i];
     if (s.in_state() > s.best_in_state) {  // progress, not a redo of what a failed step threw away
       s.best_in_state = s.in_state();
       s.failed_attempts = 0;
+      s.error_attempts = 0;
     }
     if (!s.started) {
       s.started = true;
@@ -447,11 +519,12 @@ void Scheduler::run_planned(const PlannedStep& plan) {
     GeneratedToken tok;
     try {
       tok = s.request.chooser->choose(r, s.tokens);
-    } catch (
-        const Error& e) {  // the chooser's own pool tensors (sampling workspace) are outside the step's plan
+    } catch (const std::exception& e) {
+      // The chooser's own pool tensors (sampling workspace) are outside the step's plan.
       spdlog::warn("choosing a token failed ({}); that request ends", e.what());
-      if (e.code() == ErrorCode::out_of_memory) ++stats_.failed_memory;
-      chooser_failed.emplace_back(&s, e);
+      Error err = as_error(e);
+      if (err.code() == ErrorCode::out_of_memory) ++stats_.failed_memory;
+      endings.failed.emplace_back(&s, std::move(err));
       continue;
     }
     s.tokens.push_back(tok.id);
@@ -459,83 +532,49 @@ void Scheduler::run_planned(const PlannedStep& plan) {
     bool go_on = s.request.sink ? s.request.sink->on_token(tok) : true;
     bool is_stop = std::find(s.request.stop_tokens.begin(), s.request.stop_tokens.end(), tok.id) !=
                    s.request.stop_tokens.end();
-    if (!go_on || is_stop) {
-      done.push_back(&s);
-      reasons.push_back(FinishReason::stop);
-    } else if (s.n_generated >= s.request.max_new_tokens ||
-               static_cast<int64_t>(s.tokens.size()) >= config_.ctx_size) {
-      done.push_back(&s);
-      reasons.push_back(FinishReason::length);
+    if (!go_on || is_stop)
+      endings.done.emplace_back(&s, FinishReason::stop);
+    else if (s.n_generated >= s.request.max_new_tokens ||
+             static_cast<int64_t>(s.tokens.size()) >= config_.ctx_size)
+      endings.done.emplace_back(&s, FinishReason::length);
+  }
+}
+
+// Checkpoints inside the prompt (a chunk's end, or a position plan_once stopped the chunk at) for a model
+// whose state cannot be cut back: the prompt cache can then reuse this state up to there.
+void Scheduler::checkpoint_prompts(const std::vector<Sequence*>& seqs) {
+  for (Sequence* sp : seqs) {
+    Sequence& s = *sp;
+    if (!s.state || s.cancelled() || s.n_generated != 0 || s.in_state() >= s.n_prompt) continue;
+    try {
+      model_.checkpoint_state(*s.state);
+    } catch (const std::exception& e) {  // no room (or no way) for a checkpoint: go on without it
+      if (as_error(e).code() != ErrorCode::out_of_memory)
+        spdlog::error("prompt checkpoint failed: {}", e.what());
     }
   }
-  logits = Tensor();
-  // Checkpoints inside the prompt (a chunk's end, or a position plan_once stopped the chunk at) for a model
-  // whose state cannot be cut back: the prompt cache can then reuse this state up to there.
-  if (checkpoints_prompts()) {
-    for (Sequence* sp : seqs) {
-      Sequence& s = *sp;
-      if (!s.state || s.cancelled() || s.n_generated != 0 || s.in_state() >= s.n_prompt) continue;
-      try {
-        model_.checkpoint_state(*s.state);
-      } catch (const Error& e) {
-        if (e.code() != ErrorCode::out_of_memory) throw;  // no room for a checkpoint: go on without it
-      }
+}
+
+void Scheduler::end_sequences(StepEndings& endings) {
+  for (auto& [s, e] : endings.failed) finish_running(*s, FinishReason::error, &e);
+  for (auto& [s, reason] : endings.done) {
+    if (config_.prompt_cache_entries > 0 && s->state) {
+      const int64_t n = s->in_state();
+      cache_.insert(std::vector<int32_t>(s->tokens.begin(), s->tokens.begin() + n), std::move(s->state));
     }
+    finish_running(*s, reason, nullptr);
   }
-  for (auto& [s, e] : chooser_failed) {
-    auto it = std::find_if(running_.begin(), running_.end(), [&](auto& p) { return p.get() == s; });
-    finish(*s, FinishReason::error, &e);
-    running_.erase(it);
-  }
-  for (size_t i = 0; i < done.size(); ++i) {
-    auto it = std::find_if(running_.begin(), running_.end(), [&](auto& p) { return p.get() == done[i]; });
-    Sequence& s = *done[i];
-    if (config_.prompt_cache_entries > 0 && s.state) {
-      int64_t n = s.in_state();
-      cache_insert(std::vector<int32_t>(s.tokens.begin(), s.tokens.begin() + n), std::move(s.state));
-    }
-    finish(s, reasons[i], nullptr);
-    running_.erase(it);
-  }
-  update_cache_stats();
 }
 
 void Scheduler::cache_lookup(Sequence& seq) {
   if (cache_.empty()) return;
-  const int64_t usable = static_cast<int64_t>(seq.tokens.size()) - 1;  // at least one token must be fed
-  const int64_t capacity = capacity_for(seq.request);
-  size_t best = cache_.size();
-  int64_t best_len = 0;
-  for (size_t i = 0; i < cache_.size(); ++i) {
-    const CacheEntry& e = cache_[i];
-    int64_t n = std::min<int64_t>(static_cast<int64_t>(e.tokens.size()), usable), k = 0;
-    while (k < n && e.tokens[static_cast<size_t>(k)] == seq.tokens[static_cast<size_t>(k)]) ++k;
-    k = model_.truncation_point(*e.state, k);  // all of it, or back to a checkpoint (recurrent layers)
-    if (k <= best_len) continue;
-    best = i;
-    best_len = k;
+  std::unique_ptr<SequenceState> state = cache_.take(seq.tokens, capacity_for(seq.request));
+  if (state) {
+    seq.cached_tokens = state->tokens();
+    seq.state = std::move(state);
+    ++stats_.prompt_cache_hits;
+    stats_.prompt_cache_tokens += seq.cached_tokens;
   }
-  if (best == cache_.size()) return;
-  CacheEntry& e = cache_[best];
-  if (best_len < e.state->tokens()) {
-    if (!model_.truncate_state(*e.state, best_len)) return;
-    e.tokens.resize(static_cast<size_t>(best_len));  // what the entry now holds
-  }
-  if (e.state->capacity() < capacity) {  // made for a shorter request: a copy with room for this one
-    std::unique_ptr<SequenceState> grown;
-    try {
-      grown = model_.copy_state(*e.state, capacity);
-    } catch (const Error& err) {
-      if (err.code() != ErrorCode::out_of_memory) throw;
-    }
-    if (!grown) return;  // no room now: this request starts cold, the entry stays
-    e.state = std::move(grown);
-  }
-  seq.state = std::move(e.state);
-  seq.cached_tokens = best_len;
-  cache_.erase(cache_.begin() + static_cast<long>(best));
-  ++stats_.prompt_cache_hits;
-  stats_.prompt_cache_tokens += best_len;
   update_cache_stats();
 }
 
@@ -547,36 +586,16 @@ int64_t Scheduler::next_checkpoint(const Sequence& seq) const {
   return next > at ? next : std::numeric_limits<int64_t>::max() / 2;
 }
 
-void Scheduler::cache_insert(std::vector<int32_t> tokens, std::unique_ptr<SequenceState> state) {
-  if (tokens.empty() || !state) return;
-  for (size_t i = 0; i < cache_.size(); ++i) {
-    if (cache_[i].tokens == tokens) {
-      cache_.erase(cache_.begin() + static_cast<long>(i));
-      break;
-    }
-  }
-  cache_.push_back(CacheEntry{std::move(tokens), std::move(state), ++cache_clock_});
-  while (static_cast<int>(cache_.size()) > config_.prompt_cache_entries) cache_evict_one();
-  update_cache_stats();
-}
-
 int64_t Scheduler::cache_evict_one() {
-  if (cache_.empty()) return 0;
-  auto lru = std::min_element(cache_.begin(), cache_.end(), [](const CacheEntry& a, const CacheEntry& b) {
-    return a.last_used < b.last_used;
-  });
-  int64_t freed = lru->state->bytes();
-  cache_.erase(lru);
-  ++stats_.prompt_cache_evictions;
+  const int64_t freed = cache_.evict_one();
   update_cache_stats();
   return freed;
 }
 
 void Scheduler::update_cache_stats() {
-  stats_.prompt_cache_entries = static_cast<int64_t>(cache_.size());
-  int64_t bytes = 0;
-  for (const auto& e : cache_) bytes += e.state->bytes();
-  stats_.prompt_cache_bytes = bytes;
+  stats_.prompt_cache_entries = cache_.entries();
+  stats_.prompt_cache_bytes = cache_.bytes();
+  stats_.prompt_cache_evictions = cache_.evictions();
 }
 
 }  // namespace keel

@@ -7,12 +7,13 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
-#include <functional>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "core/pool.h"
+#include "engine/prompt_cache.h"
 #include "engine/request.h"
 #include "models/model.h"
 
@@ -22,7 +23,8 @@ struct SchedulerConfig {
   int n_slots = 1;                   // --parallel: sequences that hold state at once
   int64_t ctx_size = 4096;           // --ctx-size: tokens per sequence (not divided among slots)
   int64_t prefill_chunk_size = 512;  // upper bound on tokens per step; the planner may choose fewer
-  // Failed steps a sequence may take part in without progress before it fails (503).
+  // Failed steps (out of memory) a sequence may take part in without progress before it fails (503). A step
+  // that fails otherwise (a model error) ends each of its sequences at the second such failure.
   int max_failed_attempts = 4;
   int prompt_cache_entries = 4;  // states kept for reuse by later prompts with the same prefix; 0: off
 };
@@ -98,9 +100,6 @@ class Scheduler {
   // Runs steps until every request has finished.
   void run_until_idle();
 
-  // Hook for reclaiming memory held outside the scheduler: frees what it can, returns bytes freed. The
-  // scheduler empties its own prompt cache first.
-  void set_reclaimer(std::function<int64_t()> reclaim) { reclaim_ = std::move(reclaim); }
   // Bytes the pool held at construction (or after the last set_baseline); when idle the pool holds this plus
   // stats().prompt_cache_bytes.
   int64_t baseline() const { return baseline_; }
@@ -116,26 +115,42 @@ class Scheduler {
   struct Sequence;
   bool fits(const std::vector<StepShapeItem>& shape, int64_t growth) const;
   int64_t growth_bytes(const Sequence& seq, int64_t n_tokens) const;
-  // Tokens a sequence may hold: min(ctx_size, prompt + max_new_tokens).
+  // Tokens a sequence may hold: min(ctx_size, prompt + max_new_tokens), without overflow for any
+  // max_new_tokens.
   int64_t capacity_for(const Request& r) const;
   StepShapeItem shape_of(const Sequence& seq, int64_t n_tokens) const;
   void admit_waiting();
-  std::optional<PlannedStep> plan_once(bool& constrained);  // constrained: memory cut the plan short
+  // constrained: memory cut the plan short. `alone`: plan only that sequence (one whose last step failed
+  // with a model error runs by itself, so its error cannot end the others).
+  std::optional<PlannedStep> plan_once(bool& constrained, const Sequence* alone);
   bool preempt_least_advanced(const Sequence* keep);
   void preempt(Sequence& seq);
   void finish(Sequence& seq, FinishReason reason, const Error* error);
-  void run_planned(const PlannedStep& plan);
+  // finish(), then the sequence leaves running_.
+  void finish_running(Sequence& seq, FinishReason reason, const Error* error);
   void drop_cancelled();
-  // The prompt cache: states kept after a request ends, reused by a later sequence whose tokens start with
-  // theirs — cut back to the shared prefix, or (models whose state cannot be cut back anywhere) to the
-  // state's last checkpoint inside it.
-  struct CacheEntry;
+  bool step_or_reclaim();  // step() without its guard against failures outside run_planned
+
+  // One step, in order: states and items for the plan (false: out of memory, handled), the forward pass,
+  // its memory measured, tokens chosen and delivered, prompt checkpoints kept, finished sequences ended.
+  struct StepEndings;
+  void run_planned(const PlannedStep& plan);
+  std::vector<Sequence*> sequences_of(const PlannedStep& plan) const;
+  bool prepare_items(const PlannedStep& plan, const std::vector<Sequence*>& seqs,
+                     std::vector<StepItem>& items, int64_t& state_bytes);
+  void on_memory_failure(const std::vector<Sequence*>& seqs, const Error& e);
+  void on_step_error(const std::vector<Sequence*>& seqs, const Error& e);
+  void record_step_memory(const PlannedStep& plan, int64_t before, int64_t state_growth);
+  void deliver(const std::vector<Sequence*>& seqs, const std::vector<StepItem>& items, const Tensor& logits,
+               StepEndings& endings);
+  void checkpoint_prompts(const std::vector<Sequence*>& seqs);
+  void end_sequences(StepEndings& endings);
+
   // The next prompt position past the sequence's state where it keeps a checkpoint (see
   // Request::checkpoints).
   int64_t next_checkpoint(const Sequence& seq) const;
   bool checkpoints_prompts() const { return keeps_prompt_checkpoints(model_, config_); }
   void cache_lookup(Sequence& seq);
-  void cache_insert(std::vector<int32_t> tokens, std::unique_ptr<SequenceState> state);
   int64_t cache_evict_one();  // bytes freed
   void update_cache_stats();
 
@@ -149,9 +164,8 @@ class Scheduler {
   int64_t step_token_cap_;                          // halves after a failed step; doubles back after every
   int steps_since_failure_ = 0;                     // kStepsBeforeCapGrows steps that succeed
   static constexpr int kStepsBeforeCapGrows = 16;
-  std::function<int64_t()> reclaim_;
-  std::vector<CacheEntry> cache_;
-  uint64_t cache_clock_ = 0;
+  PromptCache cache_;
+  std::string last_unexpected_;  // what the last step that threw outside run_planned said (see step())
   SchedulerStats stats_;
 };
 

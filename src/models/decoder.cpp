@@ -1,7 +1,6 @@
 #include "models/decoder.h"
 
 #include <algorithm>
-#include <cstring>
 
 #include "core/error.h"
 #include "ops/activation.h"
@@ -35,18 +34,17 @@ std::unique_ptr<SequenceState> DecoderModel::new_state(int64_t capacity) {
   size_t slot = 0;
   for (const DecoderLayer& l : layers_)
     for (const Residual& r : l.parts) {
-      r.block->init_cache(state->caches[slot++], capacity, be_.pool());
+      r.block->init_cache(state->caches[slot++], capacity, be_);
       state->bytes_ += r.block->cache_bytes(capacity);
     }
   return state;
 }
 
-namespace {
-// The bytes of `from` into `to` (same shape, contiguous); nothing when the part has no such tensor.
-void copy_contents(const Tensor& from, Tensor& to) {
-  if (from.defined()) std::memcpy(to.data(), from.data(), static_cast<size_t>(from.nbytes()));
+// The bytes of `from` into `to` (same shape, contiguous), on the backend's stream; nothing when the part has
+// no such tensor.
+void DecoderModel::copy_contents(const Tensor& from, Tensor& to) {
+  if (from.defined()) be_.copy(from, to);
 }
-}  // namespace
 
 std::unique_ptr<SequenceState> DecoderModel::copy_state(const SequenceState& state, int64_t capacity) {
   const auto& src = dynamic_cast<const DecoderState&>(state);
@@ -60,9 +58,9 @@ std::unique_ptr<SequenceState> DecoderModel::copy_state(const SequenceState& sta
     const LayerCache& a = src.caches[i];
     LayerCache& b = dst.caches[i];
     if (a.k.defined() && src.tokens_ > 0) {  // KV rows past tokens() hold nothing
-      const size_t row = static_cast<size_t>(a.k.stride_bytes(0)), n = static_cast<size_t>(src.tokens_);
-      std::memcpy(b.k.data(), a.k.data(), row * n);
-      std::memcpy(b.v.data(), a.v.data(), row * n);
+      Tensor k = b.k.slice(0, 0, src.tokens_), v = b.v.slice(0, 0, src.tokens_);
+      be_.copy(a.k.slice(0, 0, src.tokens_), k);
+      be_.copy(a.v.slice(0, 0, src.tokens_), v);
     }
     copy_contents(a.conv, b.conv);
     copy_contents(a.recurrent, b.recurrent);
@@ -208,16 +206,20 @@ Tensor DecoderModel::forward(std::span<const StepItem> step) {
   Tensor hidden = Tensor::empty(pool, DType::f32, {T, d}, "hidden states");
   {
     Tensor ids = Tensor::empty(pool, DType::i32, {T}, "token ids");
-    for (size_t i = 0; i < step.size(); ++i)
-      std::memcpy(ids.ptr<int32_t>() + ctx.items[i].begin, step[i].tokens.data(), 4 * step[i].tokens.size());
+    for (size_t i = 0; i < step.size(); ++i) {
+      Tensor rows = ids.slice(0, ctx.items[i].begin, ctx.items[i].n);
+      be_.upload(step[i].tokens.data(), 4 * ctx.items[i].n, rows);
+    }
     ops::embedding(be_, spec_.embed, ids, hidden);
   }
   Tensor positions;
   if (spec_.rope) {
     positions = Tensor::empty(pool, DType::i32, {T}, "token positions");
+    std::vector<int32_t> host(static_cast<size_t>(T));  // built on the host, then uploaded
     for (const ItemRows& it : ctx.items)
       for (int64_t j = 0; j < it.n; ++j)
-        positions.ptr<int32_t>()[it.begin + j] = static_cast<int32_t>(it.past + j);
+        host[static_cast<size_t>(it.begin + j)] = static_cast<int32_t>(it.past + j);
+    be_.upload(host.data(), 4 * T, positions);
     ctx.rope_table = Tensor::empty(pool, DType::f32, {T, spec_.rope->rotary_dim()}, "rope cos/sin table");
     spec_.rope->fill(be_, std::span<const int32_t>(positions.ptr<int32_t>(), static_cast<size_t>(T)),
                      ctx.rope_table);
@@ -252,7 +254,9 @@ Tensor DecoderModel::forward(std::span<const StepItem> step) {
     for (size_t i = 0; i < step.size(); ++i) {
       const int64_t k = step[i].n_logits;
       const ItemRows& it = ctx.items[i];
-      std::memcpy(sel.at(row), hidden.at(it.begin + it.n - k), static_cast<size_t>(f32_bytes(k * d)));
+      if (k == 0) continue;
+      Tensor to = sel.slice(0, row, k);
+      be_.copy(hidden.slice(0, it.begin + it.n - k, k), to);
       row += k;
     }
     hidden = Tensor();
@@ -265,6 +269,7 @@ Tensor DecoderModel::forward(std::span<const StepItem> step) {
   // Every allocation of the step has succeeded: the states now hold these tokens.
   for (size_t i = 0; i < step.size(); ++i)
     static_cast<DecoderState*>(step[i].state)->tokens_ += ctx.items[i].n;
+  be_.synchronize();  // the step ends: its kernels and copies are done when the logits are read
   return logits;
 }
 

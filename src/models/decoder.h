@@ -100,6 +100,7 @@ class DecoderModel final : public Model {
 
  private:
   void restore_to(DecoderState& st, size_t checkpoint);
+  void copy_contents(const Tensor& from, Tensor& to);
   Backend& be_;
   DecoderSpec spec_;
   std::vector<DecoderLayer> layers_;

@@ -6,6 +6,7 @@
 #pragma once
 #include <algorithm>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -79,7 +80,11 @@ class FakeModel final : public Model {
     }
     return s_.fixed_transient + s_.act_per_token * n + logits * s_.vocab * 4;
   }
-  std::unique_ptr<SequenceState> new_state(int64_t) override {
+  // As a real model: a capacity below one token is the caller's bug.
+  std::unique_ptr<SequenceState> new_state(int64_t capacity) override {
+    if (capacity < 1)
+      throw_error(ErrorCode::invalid_argument, "new_state: capacity {} (must be ≥ 1)", capacity);
+    capacities.push_back(capacity);
     auto st = std::make_unique<FakeState>();
     st->fixed_ = pool_.allocate(s_.per_sequence, "fake sequence state");
     return st;
@@ -142,7 +147,19 @@ class FakeModel final : public Model {
   }
   int64_t checkpoints = 0;
 
+  std::vector<int64_t> capacities;  // of every new_state, in order
+
+  // A step holding `poison` anywhere in an item's tokens throws std::runtime_error (not an Error): a model
+  // bug that repeats on every retry. poisoned_steps counts those steps.
+  std::optional<int32_t> poison;
+  int64_t poisoned_steps = 0;
+
   Tensor forward(std::span<const StepItem> step) override {
+    for (const auto& it : step)
+      if (poison && std::find(it.tokens.begin(), it.tokens.end(), *poison) != it.tokens.end()) {
+        ++poisoned_steps;
+        throw std::runtime_error("fake: poisoned token");
+      }
     int64_t n = 0, n_logits = 0;
     for (const auto& it : step) {
       n += static_cast<int64_t>(it.tokens.size());

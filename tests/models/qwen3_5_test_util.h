@@ -56,7 +56,7 @@ struct BlockHarness {
     const int64_t T = x.dim(0), d = x.dim(1);
     Tensor out = Tensor::empty(pool, DType::f32, {T, d}, "block output");
     std::vector<models::LayerCache> caches(1);
-    block.init_cache(caches[0], T, pool);
+    block.init_cache(caches[0], T, be);
     for (int64_t b = 0; b < T; b += chunk) {
       const int64_t n = std::min(chunk, T - b);
       models::StepContext ctx;

@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "backend/host_memory.h"
+
 namespace keel {
 
 namespace {
@@ -57,6 +59,22 @@ std::string CpuBackend::name() const {
 // Dense f32/bf16/f16 weights everywhere; no packed (u32) kernels yet.
 bool CpuBackend::supports(Op, DType dtype) const {
   return dtype == DType::f32 || dtype == DType::bf16 || dtype == DType::f16;
+}
+
+void CpuBackend::copy(const Tensor& src, Tensor& dst) {
+  host_memory::copy(src, dst);
+}
+
+void CpuBackend::upload(const void* host, int64_t bytes, Tensor& dst) {
+  host_memory::upload(host, bytes, dst);
+}
+
+void CpuBackend::download(const Tensor& src, void* host, int64_t bytes) {
+  host_memory::download(src, host, bytes);
+}
+
+void CpuBackend::fill_zero(Tensor& dst) {
+  host_memory::fill_zero(dst);
 }
 
 }  // namespace keel

@@ -22,6 +22,11 @@ class CpuBackend final : public Backend {
   DeviceKind kind() const override { return DeviceKind::cpu; }
   std::string name() const override;
   bool supports(Op op, DType weight_dtype) const override;
+  // Memory (host memory: synchronous memcpy/memset).
+  void copy(const Tensor& src, Tensor& dst) override;
+  void upload(const void* host, int64_t bytes, Tensor& dst) override;
+  void download(const Tensor& src, void* host, int64_t bytes) override;
+  void fill_zero(Tensor& dst) override;
   MemoryPool& pool() override { return pool_; }
   ThreadPool* threads() override { return &threads_; }
   CpuIsa isa() const { return isa_; }

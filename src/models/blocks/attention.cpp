@@ -1,7 +1,5 @@
 #include "models/blocks/attention.h"
 
-#include <cstring>
-
 #include "core/error.h"
 #include "load/state_spec.h"
 #include "models/blocks/views.h"
@@ -37,7 +35,8 @@ int64_t AttentionBlock::cache_bytes(int64_t capacity) const {
   return attention_kv_bytes(s_.n_kv, s_.head_dim, capacity);  // f32 K and V [capacity, n_kv, head_dim]
 }
 
-void AttentionBlock::init_cache(LayerCache& cache, int64_t capacity, MemoryPool& pool) const {
+void AttentionBlock::init_cache(LayerCache& cache, int64_t capacity, Backend& be) const {
+  MemoryPool& pool = be.pool();  // rows past tokens() are never read: no fill
   cache.k = Tensor::empty(pool, DType::f32, {capacity, s_.n_kv, s_.head_dim}, "KV cache (keys)");
   cache.v = Tensor::empty(pool, DType::f32, {capacity, s_.n_kv, s_.head_dim}, "KV cache (values)");
 }
@@ -66,15 +65,15 @@ void AttentionBlock::forward(const StepContext& ctx, size_t slot, const Tensor& 
     ops::rope(be, k3, ctx.rope_table, k3);
   }
   // The step's keys and values go into each sequence's cache rows [past, past + n).
-  const int64_t row_bytes = f32_bytes(s_.n_kv * hd);
   for (const ItemRows& it : ctx.items) {
     LayerCache& c = (*it.caches)[slot];
     if (it.past + it.n > c.k.dim(0))
       throw_error(ErrorCode::invalid_argument,
                   "attention: {} + {} tokens exceed the sequence's capacity of {}", it.past, it.n,
                   c.k.dim(0));
-    std::memcpy(c.k.at(it.past), k.at(it.begin), static_cast<size_t>(it.n * row_bytes));
-    std::memcpy(c.v.at(it.past), v.at(it.begin), static_cast<size_t>(it.n * row_bytes));
+    Tensor k_rows = c.k.slice(0, it.past, it.n), v_rows = c.v.slice(0, it.past, it.n);
+    be.copy(k.slice(0, it.begin, it.n), k_rows);
+    be.copy(v.slice(0, it.begin, it.n), v_rows);
   }
   k = k3 = v = Tensor();
   Tensor att = Tensor::empty(ctx.pool(), DType::f32, {T, s_.n_q * hd}, "attention output");

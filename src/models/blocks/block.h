@@ -80,9 +80,9 @@ class Block {
     (void)capacity;
     return 0;
   }
-  // Allocates the cache from `pool` (zeros where the recurrence needs them).
-  virtual void init_cache(LayerCache& cache, int64_t capacity, MemoryPool& pool) const {
-    (void)cache, (void)capacity, (void)pool;
+  // Allocates the cache from `be`'s pool (zeros, through `be`, where the recurrence needs them).
+  virtual void init_cache(LayerCache& cache, int64_t capacity, Backend& be) const {
+    (void)cache, (void)capacity, (void)be;
   }
   // x: f32 [T, d] normed input (read only); out: f32 [T, d], written. `slot` indexes each item's caches.
   virtual void forward(const StepContext& ctx, size_t slot, const Tensor& x, Tensor& out) const = 0;

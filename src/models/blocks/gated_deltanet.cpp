@@ -1,7 +1,5 @@
 #include "models/blocks/gated_deltanet.h"
 
-#include <cstring>
-
 #include "core/error.h"
 #include "load/state_spec.h"
 #include "models/blocks/views.h"
@@ -49,12 +47,13 @@ int64_t GatedDeltaNetBlock::cache_bytes(int64_t) const {
   return gated_deltanet_conv_state_bytes(g_) + gated_deltanet_state_bytes(g_);
 }
 
-void GatedDeltaNetBlock::init_cache(LayerCache& cache, int64_t, MemoryPool& pool) const {
+void GatedDeltaNetBlock::init_cache(LayerCache& cache, int64_t, Backend& be) const {
+  MemoryPool& pool = be.pool();
   cache.conv = Tensor::empty(pool, DType::f32, {g_.conv_kernel - 1, g_.conv_dim()}, "deltanet conv state");
   cache.recurrent = Tensor::empty(pool, DType::f32, {g_.num_value_heads, g_.key_head_dim, g_.value_head_dim},
                                   "deltanet recurrent state");
-  std::memset(cache.conv.data(), 0, static_cast<size_t>(cache.conv.nbytes()));
-  std::memset(cache.recurrent.data(), 0, static_cast<size_t>(cache.recurrent.nbytes()));
+  be.fill_zero(cache.conv);
+  be.fill_zero(cache.recurrent);
 }
 
 void GatedDeltaNetBlock::forward(const StepContext& ctx, size_t slot, const Tensor& x, Tensor& out) const {

@@ -36,7 +36,7 @@ class GatedDeltaNetBlock final : public Block {
  public:
   GatedDeltaNetBlock(const GatedDeltaNetConfig& g, float norm_eps, GatedDeltaNetWeights weights);
   int64_t cache_bytes(int64_t capacity) const override;
-  void init_cache(LayerCache& cache, int64_t capacity, MemoryPool& pool) const override;
+  void init_cache(LayerCache& cache, int64_t capacity, Backend& be) const override;
   void forward(const StepContext& ctx, size_t slot, const Tensor& x, Tensor& out) const override;
   int64_t transient_bytes(const StepShape& s) const override;
   bool recurrent() const override { return true; }

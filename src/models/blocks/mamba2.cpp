@@ -1,7 +1,5 @@
 #include "models/blocks/mamba2.h"
 
-#include <cstring>
-
 #include "core/error.h"
 #include "load/state_spec.h"
 #include "models/blocks/views.h"
@@ -40,12 +38,13 @@ int64_t Mamba2Block::cache_bytes(int64_t) const {
   return mamba2_conv_state_bytes(m_) + mamba2_ssm_state_bytes(m_);
 }
 
-void Mamba2Block::init_cache(LayerCache& cache, int64_t, MemoryPool& pool) const {
+void Mamba2Block::init_cache(LayerCache& cache, int64_t, Backend& be) const {
+  MemoryPool& pool = be.pool();
   cache.conv = Tensor::empty(pool, DType::f32, {m_.conv_kernel - 1, m_.conv_dim()}, "mamba2 conv state");
   cache.recurrent =
       Tensor::empty(pool, DType::f32, {m_.num_heads, m_.head_dim, m_.ssm_state_size}, "mamba2 SSM state");
-  std::memset(cache.conv.data(), 0, static_cast<size_t>(cache.conv.nbytes()));
-  std::memset(cache.recurrent.data(), 0, static_cast<size_t>(cache.recurrent.nbytes()));
+  be.fill_zero(cache.conv);
+  be.fill_zero(cache.recurrent);
 }
 
 void Mamba2Block::forward(const StepContext& ctx, size_t slot, const Tensor& x, Tensor& out) const {

@@ -29,7 +29,7 @@ class Mamba2Block final : public Block {
  public:
   Mamba2Block(const Mamba2Config& m, float norm_eps, Mamba2Weights weights);
   int64_t cache_bytes(int64_t capacity) const override;
-  void init_cache(LayerCache& cache, int64_t capacity, MemoryPool& pool) const override;
+  void init_cache(LayerCache& cache, int64_t capacity, Backend& be) const override;
   void forward(const StepContext& ctx, size_t slot, const Tensor& x, Tensor& out) const override;
   int64_t transient_bytes(const StepShape& s) const override;
   bool recurrent() const override { return true; }
