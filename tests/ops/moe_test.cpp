@@ -107,11 +107,20 @@ TEST(MoeRoute, MatchesReference) {
           ++skipped;
           continue;
         }
+        // The chosen experts and their weights; the order of the slots is not compared (two chosen experts
+        // whose scores nearly tie may come in either order: the margin guards only the choice).
+        std::vector<std::pair<int32_t, double>> got_slots, want_slots;
         for (int64_t j = 0; j < c.p.top_k; ++j) {
-          EXPECT_EQ(r.indices.ptr<int32_t>()[t * c.p.top_k + j], want.indices[t * c.p.top_k + j])
-              << "token " << t << " slot " << j;
-          const double w = want.weights[t * c.p.top_k + j];
-          EXPECT_NEAR(r.weights.ptr<float>()[t * c.p.top_k + j], w, 1e-6 + 1e-5 * std::fabs(w));
+          got_slots.emplace_back(r.indices.ptr<int32_t>()[t * c.p.top_k + j],
+                                 r.weights.ptr<float>()[t * c.p.top_k + j]);
+          want_slots.emplace_back(want.indices[t * c.p.top_k + j], want.weights[t * c.p.top_k + j]);
+        }
+        std::sort(got_slots.begin(), got_slots.end());
+        std::sort(want_slots.begin(), want_slots.end());
+        for (int64_t j = 0; j < c.p.top_k; ++j) {
+          EXPECT_EQ(got_slots[j].first, want_slots[j].first) << "token " << t << " expert " << j;
+          const double w = want_slots[j].second;
+          EXPECT_NEAR(got_slots[j].second, w, 1e-6 + 1e-5 * std::fabs(w)) << "token " << t << " expert " << j;
         }
       }
       EXPECT_LE(skipped, 2) << "near-ties are rare in random logits";

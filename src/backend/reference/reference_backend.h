@@ -10,6 +10,7 @@
 #include <string>
 
 #include "backend/backend.h"
+#include "backend/host_memory.h"
 
 namespace keel {
 
@@ -20,6 +21,15 @@ class ReferenceBackend final : public Backend {
   std::string name() const override { return "reference (float64)"; }
   bool supports(Op op, DType dtype) const override;
   MemoryPool& pool() override { return pool_; }
+  // Host memory, as the CPU backend's.
+  void copy(const Tensor& src, Tensor& dst) override { host_memory::copy(src, dst); }
+  void upload(const void* host, int64_t bytes, Tensor& dst) override {
+    host_memory::upload(host, bytes, dst);
+  }
+  void download(const Tensor& src, void* host, int64_t bytes) override {
+    host_memory::download(src, host, bytes);
+  }
+  void fill_zero(Tensor& dst) override { host_memory::fill_zero(dst); }
 
   void matmul(const MatmulArgs& a) override;
   int64_t matmul_workspace(const MatmulArgs&) const override { return 0; }
