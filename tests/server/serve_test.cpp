@@ -358,6 +358,13 @@ TEST(ServeSampling, LogitBiasBansTheGreedyToken) {
     return Json::parse(r->body)["choices"][0]["message"]["content"];
   };
   EXPECT_EQ(chat(Json::object()), expect["content"]);
-  const std::string first = std::to_string(chain[0].get<int>());
-  EXPECT_NE(chat(Json{{"logit_bias", {{first, -100}}}}), expect["content"]) << "the banned token was chosen";
+  // The reply is the chain's piece tokens: banning them (OpenAI's object form, and llama-server's pairs)
+  // changes it.
+  Json bias = Json::object(), pairs = Json::array();
+  for (const Json& id : chain) {
+    bias[std::to_string(id.get<int>())] = -100;
+    pairs.push_back(Json::array({id, false}));
+  }
+  EXPECT_NE(chat(Json{{"logit_bias", bias}}), expect["content"]) << "a banned token was chosen";
+  EXPECT_NE(chat(Json{{"logit_bias", pairs}}), expect["content"]) << "a banned token was chosen";
 }
