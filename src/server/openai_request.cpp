@@ -388,7 +388,7 @@ Json parse_json_body(const std::string& body) {
     throw_invalid("body", "the request body nests deeper than {} levels", kMaxJsonDepth);
   try {
     return Json::parse(body);
-  } catch (const Json::parse_error& e) {
+  } catch (const Json::exception& e) {  // parse_error, and out_of_range for a number such as 1e999
     throw_invalid("body", "the request body is not valid JSON: {}", e.what());
   }
 }

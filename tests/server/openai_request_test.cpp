@@ -289,4 +289,6 @@ TEST(JsonBody, NestingInsideStringsIsNotTheBodysButIsBoundedLater) {
       parse_json_body(Json{{"messages", Json::array({Json{{"role", "user"}, {"content", deep}}})}}.dump());
   EXPECT_EQ(j["messages"][0]["content"], deep);
   EXPECT_THROW(parse_json_body(deep), ApiError);
+  // Found by openai_request_fuzz: a number beyond double's range is nlohmann's out_of_range, not parse_error.
+  EXPECT_THROW(parse_json_body(R"({"messages": [], "temperature": 1e999})"), ApiError);
 }
