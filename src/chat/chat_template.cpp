@@ -1,21 +1,27 @@
 #include "chat/chat_template.h"
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "chat/jinja/errors.h"
 #include "core/error.h"
+#include "core/json_depth.h"
+#include "core/text_file.h"
 
 namespace keel::chat {
 namespace {
 
+// Templates are kilobytes; tokenizer_config.json may also list many added tokens.
+constexpr int64_t kMaxTemplateFileBytes = 64 << 20;
+
 std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw_error(ErrorCode::invalid_file, "{}: cannot open", path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  return read_regular_file(path, kMaxTemplateFileBytes);
+}
+
+// Whether anything (even a dangling or looping symlink, which then fails to read with its reason) is there;
+// never throws, unlike fs::exists on a symlink loop.
+bool present(const std::string& path) {
+  std::error_code ec;
+  return std::filesystem::symlink_status(path, ec).type() != std::filesystem::file_type::not_found;
 }
 
 // "bos_token": "<s>" or "bos_token": {"content": "<s>", ...}; absent or null: "".
@@ -68,6 +74,7 @@ Json normalize_tool_call_arguments(const Json& messages) {
       if (function == call.end() || !function->is_object()) continue;
       auto arguments = function->find("arguments");
       if (arguments == function->end() || !arguments->is_string()) continue;
+      if (json_too_deep(arguments->get_ref<const std::string&>())) continue;  // stays a string
       Json parsed = Json::parse(arguments->get<std::string>(), nullptr, /*allow_exceptions=*/false);
       if (parsed.is_object()) *arguments = std::move(parsed);
     }
@@ -82,6 +89,10 @@ ChatTemplate::ChatTemplate(std::string source, std::string bos_token, std::strin
       eos_token_(std::move(eos_token)),
       other_special_tokens_(std::move(other_special_tokens)) {
   if (tool_use_source) tool_use_template_.emplace(*tool_use_source);
+  own_texts_ = {source, bos_token_, eos_token_};
+  if (tool_use_source) own_texts_.push_back(*tool_use_source);
+  for (const auto& [k, v] : other_special_tokens_.items())
+    if (v.is_string()) own_texts_.push_back(v.get<std::string>());
   wants_object_arguments_ = probe_object_arguments();
 }
 
@@ -89,8 +100,12 @@ ChatTemplate ChatTemplate::from_model_dir(const std::string& dir, const std::str
   namespace fs = std::filesystem;
   std::string config_path = (fs::path(dir) / "tokenizer_config.json").string();
   Json config = Json::object();
-  if (fs::exists(config_path)) {
-    config = Json::parse(read_file(config_path), nullptr, false);
+  if (present(config_path)) {
+    std::string text = read_file(config_path);
+    if (json_too_deep(text))
+      throw_error(ErrorCode::invalid_file, "{}: JSON nests deeper than {} levels", config_path,
+                  kMaxJsonDepth);
+    config = Json::parse(text, nullptr, false);
     if (config.is_discarded() || !config.is_object()) {
       throw_error(ErrorCode::invalid_file, "{}: not a JSON object", config_path);
     }
@@ -104,7 +119,7 @@ ChatTemplate ChatTemplate::from_model_dir(const std::string& dir, const std::str
   }
   if (!template_file.empty()) return ChatTemplate(read_file(template_file), bos, eos, std::nullopt, others);
   std::string jinja_path = (fs::path(dir) / "chat_template.jinja").string();
-  if (fs::exists(jinja_path)) return ChatTemplate(read_file(jinja_path), bos, eos, std::nullopt, others);
+  if (present(jinja_path)) return ChatTemplate(read_file(jinja_path), bos, eos, std::nullopt, others);
 
   auto it = config.find("chat_template");
   if (it == config.end() || it->is_null()) {

@@ -23,6 +23,7 @@
 #pragma once
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "chat/jinja/template.h"
 #include "chat/messages.h"
@@ -60,6 +61,10 @@ class ChatTemplate {
   // `messages` with arguments normalized when the template wants objects, unchanged otherwise.
   Json prepare_messages(const Json& messages) const;
 
+  // Every text the template writes from elsewhere than the request: its sources and the special tokens it is
+  // given (SpecialTextShield keeps its placeholders out of them).
+  const std::vector<std::string>& own_texts() const { return own_texts_; }
+
   const std::string& bos_token() const { return bos_token_; }
   const std::string& eos_token() const { return eos_token_; }
 
@@ -71,6 +76,7 @@ class ChatTemplate {
   std::string bos_token_, eos_token_;
   Json other_special_tokens_;  // {"pad_token": "...", ...}: only those the config sets
   bool wants_object_arguments_ = false;
+  std::vector<std::string> own_texts_;
 };
 
 }  // namespace keel::chat

@@ -29,6 +29,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "cli/bench_plot.h"
 #include "cli/commands.h"
+#include "cli/model_session.h"
 #include "core/error.h"
 #include "core/sysmem.h"
 #include "engine/scheduler.h"
@@ -325,8 +326,9 @@ void add_bench_command(CLI::App& app) {
   auto* cmd =
       app.add_subcommand("bench", "Prefill and decode speed and memory (pool and process) per prompt length");
   auto a = std::make_shared<BenchArgs>();
-  cmd->add_option("-m,--model", a->dir, "Hugging Face model folder (config.json alone with --random-weights)")
-      ->required();
+  cmd->add_option(
+      "-m,--model", a->dir,
+      "Hugging Face model folder (config.json alone with --random-weights); default: the bundled model");
   cmd->add_flag("--random-weights", a->random_weights,
                 "Build the model from config.json with random weights");
   cmd->add_option("--prompt-lengths", a->prompt_lengths, "Prompt lengths to measure (default 1024,2048,4096)")
@@ -347,6 +349,7 @@ void add_bench_command(CLI::App& app) {
                   "Also write the rows, machine, model and command as JSON to this file");
   cmd->add_option("--plot", a->plot_path, "Draw peak and transient memory against prompt length to this PNG");
   cmd->callback([a] {
+    if (a->dir.empty()) a->dir = default_model_dir();
     // Under a hard limit (ulimit -v, a cgroup) the C++ runtime's own allocations can fail too: a clean error.
     try {
       bench(*a);

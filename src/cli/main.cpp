@@ -32,6 +32,13 @@ int main(int argc, char** argv) {
   } catch (const keel::Error& e) {
     std::fprintf(stderr, "keel: error: %s\n", e.what());
     return 1;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "keel: error: out of memory at start-up\n");
+    return 1;
+  } catch (const std::exception& e) {
+    // Anything a library throws (a filesystem or system error) ends the process with one line too.
+    std::fprintf(stderr, "keel: error: %s\n", e.what());
+    return 1;
   }
   return 0;
 }

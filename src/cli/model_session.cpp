@@ -2,42 +2,133 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 
 #include "core/error.h"
 #include "core/sysmem.h"
 #include "engine/scheduler.h"
+#include "load/model_file_checks.h"
 
 namespace keel::cli {
 
+// The bundled default model: ./models/<name>, else next to the keel binary's folder (build/keel → models/).
+std::string default_model_dir() {
+  const char* name = "models/keel-brown-nemotron-h-8m";
+  std::vector<std::filesystem::path> candidates{std::filesystem::current_path() / name};
+  std::error_code ec;
+  std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    candidates.push_back(exe.parent_path().parent_path() / name);
+    candidates.push_back(exe.parent_path() / name);
+  }
+  for (const std::filesystem::path& p : candidates)
+    if (std::filesystem::exists(p / "config.json", ec)) return p.string();
+  throw_error(ErrorCode::invalid_argument,
+              "no --model given and the bundled model ({}) is not next to keel; pass "
+              "--model DIR (a Hugging Face folder with config.json, *.safetensors and tokenizer.json)",
+              name);
+}
+
+void check_model_dir(const std::string& dir) {
+  std::error_code ec;
+  auto config = std::filesystem::path(dir) / "config.json";
+  if (std::filesystem::symlink_status(config, ec).type() == std::filesystem::file_type::not_found)
+    throw_error(ErrorCode::invalid_argument,
+                "--model {}: no config.json there (expected a Hugging Face model folder)", dir);
+}
+
+namespace {
+
+// A half-precision float's exponent bits all set: Inf or NaN. f16: 0x7C00; bf16: 0x7F80.
+bool half_not_finite(uint16_t bits, uint16_t exponent_mask) {
+  return (bits & exponent_mask) == exponent_mask;
+}
+
+}  // namespace
+
+void check_tensors_finite(const WeightStore& weights) {
+  for (const std::string& name : weights.names()) {
+    Tensor t = weights.get(name);
+    const auto* bytes = static_cast<const uint8_t*>(t.data());
+    const int64_t n = t.numel();
+    auto fail = [&](int64_t i) {
+      throw_error(ErrorCode::invalid_file,
+                  "{}: tensor {} holds a NaN or an infinity (element {} of {}; --check-tensors)",
+                  weights.folder(), name, i, n);
+    };
+    auto half_at = [&](int64_t byte_offset) {
+      uint16_t h;
+      std::memcpy(&h, bytes + byte_offset, 2);
+      return h;
+    };
+    switch (t.dtype()) {
+      case DType::f32:
+        for (int64_t i = 0; i < n; ++i) {
+          float x;
+          std::memcpy(&x, bytes + 4 * i, 4);
+          if (!std::isfinite(x)) fail(i);
+        }
+        break;
+      case DType::f16:
+      case DType::bf16: {
+        const uint16_t mask = t.dtype() == DType::f16 ? 0x7C00 : 0x7F80;
+        for (int64_t i = 0; i < n; ++i)
+          if (half_not_finite(half_at(2 * i), mask)) fail(i);
+        break;
+      }
+      case DType::q8_0:
+      case DType::q4_0: {  // GGML blocks: an f16 scale, then the quants (which are always finite)
+        const DTypeInfo& info = dtype_info(t.dtype());
+        for (int64_t b = 0; b < n / info.block_elems; ++b)
+          if (half_not_finite(half_at(b * info.block_bytes), 0x7C00)) fail(b * info.block_elems);
+        break;
+      }
+      default:
+        break;  // integer tensors
+    }
+  }
+}
+
 void add_session_options(CLI::App& cmd, SessionOptions& o) {
-  cmd.add_option("-m,--model", o.dir,
-                 "Hugging Face model folder (config.json + safetensors + tokenizer.json)")
-      ->required();
+  cmd.add_option(
+      "-m,--model", o.dir,
+      "Hugging Face model folder (config.json + safetensors + tokenizer.json); default: the bundled model");
   cmd.add_option("-t,--threads", o.threads, "CPU threads (default: all cores)")
       ->check(CLI::NonNegativeNumber);
   cmd.add_option(
       "--memory-limit", o.memory_limit,
       "Memory budget: bytes (\"12GiB\") or a fraction of RAM (\"0.5\"); default: what is free now, less a "
       "margin");
+  cmd.add_flag("--check-tensors", o.check_tensors,
+               "Scan every weight for NaN and infinity at load (slower start)");
 }
 
 ModelSession open_session(const SessionOptions& o, bool need_tokenizer) {
   ModelSession s;
+  s.dir = o.dir.empty() ? default_model_dir() : o.dir;
+  check_model_dir(s.dir);
+  if (o.threads < 0 || o.threads > kMaxThreads)
+    throw_error(ErrorCode::invalid_argument, "--threads {}: expected 0 (all cores) to {}", o.threads,
+                kMaxThreads);
+  check_config_values(s.dir);
   MemoryFacts facts = read_memory_facts();
   int64_t limit = o.memory_limit.empty() ? default_cpu_budget(facts)
                                          : parse_memory_limit(o.memory_limit, facts.mem_total);
   s.pool = std::make_unique<MemoryPool>("cpu", limit);
   s.be = std::make_unique<CpuBackend>(*s.pool, o.threads);
-  s.loaded = models::load_model(o.dir, *s.be);
+  s.loaded = models::load_model(s.dir, *s.be);
+  if (o.check_tensors) check_tensors_finite(*s.loaded.weights);
   check_startup_memory(s.model(), *s.pool);
-  if (std::filesystem::exists(std::filesystem::path(o.dir) / "tokenizer.json")) {
-    s.tok = std::make_unique<tokenizer::Tokenizer>(tokenizer::Tokenizer::load(o.dir));
+  std::error_code ec;
+  if (std::filesystem::exists(std::filesystem::path(s.dir) / "tokenizer.json", ec)) {
+    s.tok = std::make_unique<tokenizer::Tokenizer>(tokenizer::Tokenizer::load(s.dir));
   } else if (need_tokenizer) {
-    throw_error(ErrorCode::invalid_file, "{}: no tokenizer.json (pass token ids instead)", o.dir);
+    throw_error(ErrorCode::invalid_file, "{}: no tokenizer.json (pass token ids instead)", s.dir);
   }
-  fmt::print(stderr, "keel: {}: {} ({} layers), weights {}, memory limit {}, {}\n", o.dir,
+  fmt::print(stderr, "keel: {}: {} ({} layers), weights {}, memory limit {}, {}\n", s.dir,
              s.model().model_type(), s.loaded.config.num_layers(),
              format_bytes(s.loaded.weights->total_bytes()), format_bytes(limit), s.be->name());
   return s;

@@ -12,16 +12,31 @@
 
 namespace keel::cli {
 
+// --threads above this is refused (a typo, not a machine): each thread is a kernel worker.
+inline constexpr int kMaxThreads = 1024;
+
 struct SessionOptions {
-  std::string dir;
-  int threads = 0;           // 0: all cores
-  std::string memory_limit;  // bytes or a fraction of MemTotal; empty: default_cpu_budget
+  std::string dir;             // empty: the bundled model (default_model_dir)
+  int threads = 0;             // 0: all cores
+  bool check_tensors = false;  // --check-tensors: scan the weights for NaN/Inf after loading
+  std::string memory_limit;    // bytes or a fraction of MemTotal; empty: default_cpu_budget
 };
 
 // -m/--model, -t/--threads, --memory-limit.
 void add_session_options(CLI::App& cmd, SessionOptions& o);
 
+// The bundled default model: ./models/keel-brown-nemotron-h-8m, else next to the keel binary's folder
+// (build/keel → models/). Throws Error(invalid_argument) saying to pass --model when it is not there.
+std::string default_model_dir();
+// Throws Error(invalid_argument) naming --model when `dir` has no config.json.
+void check_model_dir(const std::string& dir);
+
+// Throws Error(invalid_file) naming the folder, the tensor and the element when a float weight (or a
+// quantized block's scale) is NaN or infinite.
+void check_tensors_finite(const WeightStore& weights);
+
 struct ModelSession {
+  std::string dir;  // the model folder used: --model, or the bundled model
   std::unique_ptr<MemoryPool> pool;
   std::unique_ptr<CpuBackend> be;
   models::LoadedModel loaded;

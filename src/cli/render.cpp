@@ -13,6 +13,7 @@
 #include "chat/jinja/errors.h"
 #include "cli/commands.h"
 #include "core/error.h"
+#include "core/json_depth.h"
 
 namespace keel::cli {
 namespace {
@@ -27,7 +28,11 @@ chat::Json read_json_file(const std::string& path, const char* what) {
   if (!in) throw_error(ErrorCode::invalid_argument, "{} file {}: cannot open", what, path);
   std::ostringstream ss;
   ss << in.rdbuf();
-  chat::Json j = chat::Json::parse(ss.str(), nullptr, false);
+  const std::string text = ss.str();
+  if (json_too_deep(text))
+    throw_error(ErrorCode::invalid_argument, "{} file {}: JSON nests deeper than {} levels", what, path,
+                kMaxJsonDepth);
+  chat::Json j = chat::Json::parse(text, nullptr, false);
   if (j.is_discarded()) throw_error(ErrorCode::invalid_argument, "{} file {}: not valid JSON", what, path);
   return j;
 }
@@ -96,7 +101,7 @@ void run_render(const RenderArgs& args) {
     throw_error(ErrorCode::invalid_argument, "--tools: expected a JSON array");
   }
   if (!args.kwargs.empty()) {
-    inputs.extra = chat::Json::parse(args.kwargs, nullptr, false);
+    inputs.extra = json_too_deep(args.kwargs) ? chat::Json() : chat::Json::parse(args.kwargs, nullptr, false);
     if (!inputs.extra.is_object())
       throw_error(ErrorCode::invalid_argument, "--kwargs {}: expected a JSON object", args.kwargs);
   }

@@ -1,4 +1,4 @@
-// keel run -m DIR (-p TEXT | --prompt-ids 1,2,3) [-n N] [--temp T] [--top-p P] [--seed S] [--chat]
+// keel run [-m DIR] (-p TEXT | --prompt-ids 1,2,3) [-n N] [--temp T] [--top-p P] [--seed S] [--chat]
 //          [--prefill-chunk-size N] [--ctx N] [--json] [-t N] [--memory-limit X]
 // One request through the Scheduler (the server's path): the text streams to stdout as it is generated;
 // prompt and generation speed go to stderr at the end. --json prints {"ids": [...], "text": "..."} for the
@@ -20,6 +20,7 @@
 #include "core/error.h"
 #include "engine/sampler.h"
 #include "engine/scheduler.h"
+#include "load/generation_config.h"
 #include "tokenizer/stream_decoder.h"
 
 namespace keel::cli {
@@ -84,20 +85,7 @@ class RunSink final : public RequestSink {
 std::vector<int32_t> stop_tokens(const ModelSession& s, const std::string& dir) {
   std::set<int32_t> ids;
   for (int64_t id : s.loaded.config.eos_token_ids) ids.insert(static_cast<int32_t>(id));
-  std::filesystem::path gen = std::filesystem::path(dir) / "generation_config.json";
-  if (std::filesystem::exists(gen)) {
-    try {
-      std::ifstream in(gen);
-      nlohmann::json j = nlohmann::json::parse(in);
-      const nlohmann::json& e = j.contains("eos_token_id") ? j["eos_token_id"] : nlohmann::json();
-      if (e.is_number_integer()) ids.insert(e.get<int32_t>());
-      if (e.is_array())
-        for (const auto& v : e)
-          if (v.is_number_integer()) ids.insert(v.get<int32_t>());
-    } catch (const nlohmann::json::exception& ex) {
-      throw_error(ErrorCode::invalid_file, "{}: {}", gen.string(), ex.what());
-    }
-  }
+  for (int32_t id : load_generation_config(dir).eos_token_ids) ids.insert(id);
   if (s.tok && s.tok->eos_id()) ids.insert(*s.tok->eos_id());
   return {ids.begin(), ids.end()};
 }
@@ -112,7 +100,7 @@ void run(const RunArgs& a) {
 
   std::vector<int32_t> prompt = a.prompt_ids;
   if (a.chat) {
-    chat::ChatTemplate tmpl = chat::ChatTemplate::from_model_dir(a.session.dir);
+    chat::ChatTemplate tmpl = chat::ChatTemplate::from_model_dir(s.dir);
     chat::ChatInputs in;
     in.messages.push_back({{"role", "user"}, {"content", a.prompt}});
     const std::string text = tmpl.render(in);
@@ -136,7 +124,7 @@ void run(const RunArgs& a) {
   Request req;
   req.prompt = prompt;
   req.max_new_tokens = a.n_predict;
-  req.stop_tokens = stop_tokens(s, a.session.dir);
+  req.stop_tokens = stop_tokens(s, s.dir);
   SamplerConfig smp;
   smp.params.temperature = a.temperature;
   smp.params.top_p = a.top_p;

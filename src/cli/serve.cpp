@@ -17,9 +17,13 @@
 #include "cli/commands.h"
 #include "cli/model_session.h"
 #include "core/error.h"
+#include "core/json_depth.h"
 #include "core/sysmem.h"
+#include "core/text_file.h"
 #include "engine/engine.h"
 #include "engine/sampler.h"
+#include "load/generation_config.h"
+#include "load/model_file_checks.h"
 #include "server/http_server.h"
 
 namespace keel::cli {
@@ -28,6 +32,9 @@ namespace {
 
 namespace fs = std::filesystem;
 using Json = nlohmann::ordered_json;
+
+// Sequences at once: each takes a slot and 8 HTTP workers (threads), so a typo must not start millions.
+constexpr int kMaxParallel = 256;
 
 struct ServeFlags {
   std::string model;
@@ -45,40 +52,24 @@ struct ServeFlags {
   std::string chat_template;
   bool no_prompt_cache = false;
   bool metrics = false;
+  bool check_tensors = false;
 };
 
 std::string read_text(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw_error(ErrorCode::invalid_file, "{}: cannot open", path.string());
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  return read_regular_file(path.string(), 64 << 20);
 }
 
 Json read_json_or_empty(const fs::path& path) {
-  if (!fs::exists(path)) return Json::object();
-  Json j = Json::parse(read_text(path), nullptr, false);
+  std::error_code ec;
+  if (fs::symlink_status(path, ec).type() == fs::file_type::not_found) return Json::object();
+  std::string text = read_text(path);
+  if (json_too_deep(text))
+    throw_error(ErrorCode::invalid_file, "{}: JSON nests deeper than {} levels", path.string(),
+                kMaxJsonDepth);
+  Json j = Json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object())
     throw_error(ErrorCode::invalid_file, "{}: not a JSON object", path.string());
   return j;
-}
-
-// The bundled default model: ./models/<name>, else next to the keel binary's folder (build/keel → models/).
-std::string default_model_dir() {
-  const char* name = "models/keel-brown-nemotron-h-8m";
-  std::vector<fs::path> candidates{fs::current_path() / name};
-  std::error_code ec;
-  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    candidates.push_back(exe.parent_path().parent_path() / name);
-    candidates.push_back(exe.parent_path() / name);
-  }
-  for (const fs::path& p : candidates)
-    if (fs::exists(p / "config.json")) return p.string();
-  throw_error(ErrorCode::invalid_argument,
-              "no --model given and the bundled model ({}) is not next to keel; pass "
-              "--model DIR (a Hugging Face folder with config.json, *.safetensors and tokenizer.json)",
-              name);
 }
 
 void check_device(const std::string& device) {
@@ -93,7 +84,8 @@ void check_device(const std::string& device) {
 // order as chat::ChatTemplate::from_model_dir. A template list gives all its entries.
 std::string chat_template_source(const std::string& dir, const std::string& file) {
   if (!file.empty()) return read_text(file);
-  if (fs::exists(fs::path(dir) / "chat_template.jinja"))
+  std::error_code ec;
+  if (fs::symlink_status(fs::path(dir) / "chat_template.jinja", ec).type() != fs::file_type::not_found)
     return read_text(fs::path(dir) / "chat_template.jinja");
   Json config = read_json_or_empty(fs::path(dir) / "tokenizer_config.json");
   auto it = config.find("chat_template");
@@ -116,24 +108,14 @@ struct GenerationDefaults {
 GenerationDefaults read_generation_defaults(const std::string& dir) {
   GenerationDefaults d;
   d.params.temperature = 1.0f;  // OpenAI's default when neither the request nor the model says
-  Json g = read_json_or_empty(fs::path(dir) / "generation_config.json");
-  auto ids = g.find("eos_token_id");
-  if (ids != g.end()) {
-    if (ids->is_number_integer()) d.eos.push_back(ids->get<int32_t>());
-    if (ids->is_array())
-      for (const auto& id : *ids)
-        if (id.is_number_integer()) d.eos.push_back(id.get<int32_t>());
-  }
-  auto num = [&](const char* key, float& into) {
-    if (auto it = g.find(key); it != g.end() && it->is_number()) into = it->get<float>();
-  };
-  num("temperature", d.params.temperature);
-  num("top_p", d.params.top_p);
-  num("min_p", d.params.min_p);
-  num("repetition_penalty", d.params.repetition_penalty);
-  if (auto it = g.find("top_k"); it != g.end() && it->is_number_integer())
-    d.params.top_k = it->get<int32_t>();
-  if (g.value("do_sample", true) == false) d.params.temperature = 0.0f;
+  GenerationConfig g = load_generation_config(dir);  // validated: a bad value stops start-up, naming it
+  d.eos = g.eos_token_ids;
+  if (g.temperature) d.params.temperature = *g.temperature;
+  if (g.top_p) d.params.top_p = *g.top_p;
+  if (g.min_p) d.params.min_p = *g.min_p;
+  if (g.repetition_penalty) d.params.repetition_penalty = *g.repetition_penalty;
+  if (g.top_k) d.params.top_k = *g.top_k;
+  if (g.do_sample == false) d.params.temperature = 0.0f;
   return d;
 }
 
@@ -150,6 +132,7 @@ server::ChooserFactory chooser_factory(Backend& be, ops::SamplingParams defaults
     c.params.frequency_penalty = g.frequency_penalty;
     c.seed = g.seed ? *g.seed : std::random_device{}();
     c.top_logprobs = g.logprobs ? g.top_logprobs : 0;
+    c.logit_bias = g.logit_bias;
     return make_sampler(be, c);
   };
 }
@@ -188,12 +171,17 @@ int64_t check_fits(Model& model, MemoryPool& pool, int64_t ctx) {
 
 void run_serve(const ServeFlags& f) {
   check_device(f.device);
-  if (f.parallel < 1)
-    throw_error(ErrorCode::invalid_argument, "--parallel must be at least 1 (got {})", f.parallel);
+  if (f.parallel < 1 || f.parallel > kMaxParallel)
+    throw_error(ErrorCode::invalid_argument, "--parallel {}: expected 1 to {}", f.parallel, kMaxParallel);
+  if (f.threads < 0 || f.threads > kMaxThreads)
+    throw_error(ErrorCode::invalid_argument, "--threads {}: expected 0 (all cores) to {}", f.threads,
+                kMaxThreads);
   std::string dir = f.model.empty() ? default_model_dir() : f.model;
-  if (!fs::exists(fs::path(dir) / "config.json"))
-    throw_error(ErrorCode::invalid_argument,
-                "--model {}: no config.json there (expected a Hugging Face model folder)", dir);
+  check_model_dir(dir);
+  // Start-up files are checked before the port is bound or a weight is mapped: a bad one is one line.
+  GenerationDefaults defaults = read_generation_defaults(dir);
+  check_config_values(dir);
+  if (!f.chat_template.empty()) read_text(f.chat_template);
 
   // SIGINT/SIGTERM are taken by sigwait below; every thread started from here on inherits the block.
   sigset_t signals;
@@ -214,7 +202,8 @@ void run_serve(const ServeFlags& f) {
 
   ModelSession session;
   try {
-    session = open_session(SessionOptions{dir, f.threads, f.memory_limit}, /*need_tokenizer=*/true);
+    session = open_session(SessionOptions{dir, f.threads, f.check_tensors, f.memory_limit},
+                           /*need_tokenizer=*/true);
   } catch (const Error& e) {
     if (e.code() != ErrorCode::out_of_memory) throw;
     throw_error(ErrorCode::out_of_memory,
@@ -241,7 +230,6 @@ void run_serve(const ServeFlags& f) {
   }
   int64_t usable = check_fits(*loaded.model, pool, ctx);
 
-  GenerationDefaults defaults = read_generation_defaults(dir);
   std::vector<int32_t> eos =
       loaded.config.eos_token_ids.empty()
           ? std::vector<int32_t>{}
@@ -318,6 +306,7 @@ void add_serve_command(CLI::App& app) {
                   "A Jinja chat template file overriding the model's");
   cmd->add_flag("--no-prompt-cache", flags->no_prompt_cache, "Do not keep prompt states for reuse");
   cmd->add_flag("--metrics", flags->metrics, "Serve Prometheus metrics at GET /metrics");
+  cmd->add_flag("--check-tensors", flags->check_tensors, "Scan every weight for NaN and infinity at load");
   cmd->callback([flags] { run_serve(*flags); });
 }
 

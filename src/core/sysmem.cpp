@@ -104,6 +104,12 @@ int64_t parse_memory_limit(std::string_view text, int64_t device_bytes) {
   if (!std::isfinite(value) || value <= 0) bad();
   if (unit == "%") return static_cast<int64_t>(static_cast<double>(device_bytes) * value / 100.0);
   if (unit.empty() && value < 1.0) return static_cast<int64_t>(static_cast<double>(device_bytes) * value);
+  // A bare "1.0" or "64" is almost surely a fraction or a size with its unit left off, not a few bytes.
+  if (unit.empty() && value < 1024.0 * 1024)
+    throw_error(ErrorCode::invalid_argument,
+                "memory limit '{}': a bare number is bytes, and {} bytes is less than 1 MiB; give a unit "
+                "(12GiB, 512M), a fraction below 1 (0.8) or a percentage (100%)",
+                text, value);
   double mult = 1;
   if (unit.empty() || unit == "b")
     mult = 1;

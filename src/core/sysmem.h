@@ -30,8 +30,9 @@ int64_t process_rss();
 // Resets VmHWM to the current RSS (writes 5 to /proc/self/clear_refs); false where the kernel refuses.
 bool reset_process_peak_rss();
 
-// "12GiB", "512M", "1e9", "4096" -> bytes; "0.8" (a number < 1, or ending in %) -> that fraction of
-// `device_bytes`. Throws Error(invalid_argument) naming the text.
+// "12GiB", "512M", "1e9", "4096B" -> bytes; "0.8" (a number < 1, or ending in %) -> that fraction of
+// `device_bytes`. A bare number from 1 up to 1 MiB ("1.0", "64") is refused rather than read as a few bytes.
+// Throws Error(invalid_argument) naming the text.
 int64_t parse_memory_limit(std::string_view text, int64_t device_bytes);
 // 1536 -> "1.50 KiB"
 std::string format_bytes(int64_t bytes);

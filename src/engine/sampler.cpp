@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <vector>
 
 namespace keel {
 
@@ -15,7 +17,18 @@ class Sampler final : public TokenChooser {
     const int64_t V = static_cast<int64_t>(logits.size());
     Tensor row = Tensor::borrow(const_cast<float*>(logits.data()), DType::f32, {V});
     GeneratedToken out;
-    out.id = ops::sample(be_, row, config_.params, history, rng_);
+    if (config_.logit_bias.empty()) {
+      out.id = ops::sample(be_, row, config_.params, history, rng_);
+    } else {
+      biased_.assign(logits.begin(), logits.end());
+      for (const auto& [id, bias] : config_.logit_bias) {
+        if (id < 0 || id >= V) continue;
+        biased_[static_cast<size_t>(id)] = bias <= -100.0f ? -std::numeric_limits<float>::infinity()
+                                                           : biased_[static_cast<size_t>(id)] + bias;
+      }
+      Tensor b = Tensor::borrow(biased_.data(), DType::f32, {V});
+      out.id = ops::sample(be_, b, config_.params, history, rng_);
+    }
     // log-sum-exp of the raw logits, in double
     const double m = *std::max_element(logits.begin(), logits.end());
     double s = 0;
@@ -38,6 +51,7 @@ class Sampler final : public TokenChooser {
   Backend& be_;
   SamplerConfig config_;
   ops::SamplerRng rng_;
+  std::vector<float> biased_;  // [V]: the row with logit_bias added, when there is one
 };
 
 }  // namespace

@@ -1,10 +1,13 @@
 // The TokenChooser the CLI and the server give a request: ops::sample (penalties → top-k → top-p → min-p →
-// temperature, llama.cpp's order; temperature 0 is greedy) with the request's seeded RNG.
+// temperature, llama.cpp's order; temperature 0 is greedy) with the request's seeded RNG, after the request's
+// logit_bias is added to a copy of the row.
 // Reported logprobs are the model's own (log-softmax of the raw logits, as vLLM's default "raw_logprobs"),
 // for the chosen token and the `top_logprobs` best alternatives.
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <utility>
+#include <vector>
 
 #include "backend/backend.h"
 #include "engine/request.h"
@@ -16,6 +19,9 @@ struct SamplerConfig {
   ops::SamplingParams params;  // temperature 0: greedy
   uint64_t seed = 0;
   int top_logprobs = 0;  // alternatives reported per token
+  // Added to the logits row before sampling (token id, bias in [−100, 100]); −100 bans the token (its logit
+  // becomes −inf). Reported logprobs stay the model's own. Ids must be inside the vocabulary.
+  std::vector<std::pair<int32_t, float>> logit_bias;
 };
 
 // `be` runs the sampling ops (its pool holds their small workspaces) and must outlive the chooser.

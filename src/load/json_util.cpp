@@ -1,11 +1,12 @@
 #include "load/json_util.h"
 
 #include <cmath>
-#include <fstream>
 #include <limits>
 #include <sstream>
 
 #include "core/error.h"
+#include "core/json_depth.h"
+#include "core/text_file.h"
 
 namespace keel {
 
@@ -59,6 +60,9 @@ std::optional<std::string> rewrite_python_floats(std::string_view text) {
 nlohmann::json parse_json_lenient(std::string_view text, std::string_view source) {
   std::optional<std::string> rewritten = rewrite_python_floats(text);
   std::string_view input = rewritten ? std::string_view(*rewritten) : text;
+  if (size_t at = json_too_deep_at(input); at != std::string_view::npos)
+    throw_error(ErrorCode::invalid_file, "{}: JSON nests deeper than {} levels (byte {})", source,
+                kMaxJsonDepth, at);
   try {
     return nlohmann::json::parse(input.begin(), input.end());
   } catch (const nlohmann::json::exception& e) {
@@ -95,17 +99,7 @@ std::optional<int64_t> json_integer(const nlohmann::json& v) {
 }
 
 std::string read_text_file(const std::string& path, int64_t max_bytes) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw_error(ErrorCode::invalid_file, "{}: cannot open", path);
-  in.seekg(0, std::ios::end);
-  std::streamoff size = in.tellg();
-  if (size < 0) throw_error(ErrorCode::invalid_file, "{}: cannot read", path);
-  if (size > max_bytes)
-    throw_error(ErrorCode::invalid_file, "{}: {} bytes, more than the {} allowed", path, size, max_bytes);
-  in.seekg(0, std::ios::beg);
-  std::string text(static_cast<size_t>(size), '\0');
-  if (size > 0 && !in.read(text.data(), size)) throw_error(ErrorCode::invalid_file, "{}: cannot read", path);
-  return text;
+  return read_regular_file(path, max_bytes);
 }
 
 std::string clip_for_message(std::string_view s, size_t max_chars) {

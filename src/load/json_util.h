@@ -20,8 +20,8 @@ std::optional<double> json_number(const nlohmann::json& v);
 // An integer, or a float with an integral value within int64; nullopt otherwise (booleans are not integers).
 std::optional<int64_t> json_integer(const nlohmann::json& v);
 
-// The whole file as text. Throws Error(invalid_file) naming the path when it cannot be read or exceeds
-// max_bytes.
+// The whole file as text (read_regular_file: a FIFO, device or directory is refused, not waited on). Throws
+// Error(invalid_file) naming the path when it cannot be read or exceeds max_bytes.
 std::string read_text_file(const std::string& path, int64_t max_bytes);
 
 // `s` shortened to at most `max_chars` characters for an error message ("abc…" when cut).

@@ -223,6 +223,12 @@ class Responder {
         if (!write(writer_->keepalive(pending.prefill_done, pending.prefill_total))) return client_gone();
       }
       if (!pending.finished && conn_->closed()) return client_gone();
+      // A FIN may be a half-close (the client still reads) or a hang-up: one keep-alive tells them apart,
+      // since a closed peer answers it with a reset that closed() sees at the next poll.
+      if (!pending.finished && !probed_half_close_ && conn_->half_closed()) {
+        probed_half_close_ = true;
+        if (!write(keepalive(pending))) return client_gone();
+      }
     }
     out.done();
     return true;
@@ -301,6 +307,7 @@ class Responder {
   int64_t prompt_tokens_;
   Submitted submitted_;
   std::shared_ptr<ClientConnection> conn_;
+  bool probed_half_close_ = false;
   Update carry_;
   httplib::DataSink* out_ = nullptr;
   Clock::time_point last_write_ = Clock::now();

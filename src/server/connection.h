@@ -13,9 +13,17 @@ class ClientConnection {
   // when none is found (an unusual platform), closed() always answers false.
   ClientConnection(const std::string& remote_addr, int remote_port, const std::string& local_addr,
                    int local_port);
-  // True once the peer has closed or reset the connection (POLLRDHUP/POLLHUP/POLLERR); data the client may
-  // have pipelined does not count. Cheap: one poll() with a zero timeout.
+  // True once the connection is gone: reset, or closed both ways (POLLHUP/POLLERR). Data the client may have
+  // pipelined does not count. Cheap: one poll() with a zero timeout.
+  //
+  // A FIN from the peer (POLLRDHUP) alone is not "gone": a client that half-closes after its request
+  // (shutdown(SHUT_WR), as some clients and proxies do) still reads the response, and TCP cannot tell that
+  // from a client that closed its socket until something is written to it: a closed peer answers the write
+  // with a reset, which closed() then reports. So a responder that sees half_closed() writes a keep-alive
+  // (a probe) once; before the headers nothing can be written, and a half-closed request simply runs.
   bool closed() const;
+  // The peer sent FIN (POLLRDHUP) and the connection is not gone (yet).
+  bool half_closed() const;
   bool found() const { return fd_ >= 0; }
 
  private:

@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "chat/jinja/errors.h"
+#include "chat/special_text.h"
 
 namespace keel::server {
 
@@ -41,14 +42,46 @@ std::vector<int32_t> encode(const ModelContext& ctx, const std::string& text, bo
   }
 }
 
+// The special tokens whose text a request may not turn into the tokens themselves: every added token marked
+// special, except the output parser's markers (clients send those back in assistant history, and templates
+// split reasoning out of content on them).
+std::vector<std::string> guarded_special_texts(const tokenizer::Tokenizer& tok) {
+  std::vector<std::string> out;
+  for (const tokenizer::AddedToken& t : tok.added_tokens())
+    if (t.special &&
+        std::find(kParserMarkers.begin(), kParserMarkers.end(), t.content) == kParserMarkers.end())
+      out.push_back(t.content);
+  return out;
+}
+
+// The shield for this request (chat::SpecialTextShield) and `in` with its request-derived strings protected.
+chat::SpecialTextShield shield_inputs(const ModelContext& ctx, chat::ChatInputs& in) {
+  std::vector<std::string_view> own(ctx.chat_template->own_texts().begin(),
+                                    ctx.chat_template->own_texts().end());
+  chat::SpecialTextShield shield(guarded_special_texts(*ctx.tokenizer), {&in.messages, &in.tools, &in.extra},
+                                 own);
+  if (shield.active()) {
+    in.messages = shield.protect(in.messages);
+    in.tools = shield.protect(in.tools);
+    in.extra = shield.protect(in.extra);
+  }
+  return shield;
+}
+
+// A rendering of protected inputs → ids: the template's special tokens are tokens, the request's text is
+// text.
+std::vector<int32_t> encode_rendered(const ModelContext& ctx, const chat::SpecialTextShield::Restored& r) {
+  return ctx.tokenizer->encode(r.text,
+                               {.allow_special = true, .add_special_tokens = false, .literal = r.literal});
+}
+
 // The length of the prefix `prompt` shares with the rendering of `in`, or 0 when the template refuses `in`
 // (some insist on a user message last) or nothing is shared.
 int64_t shared_prefix(const ModelContext& ctx, const chat::ChatInputs& in,
-                      const std::vector<int32_t>& prompt) {
+                      const chat::SpecialTextShield& shield, const std::vector<int32_t>& prompt) {
   std::vector<int32_t> ids;
   try {
-    ids = ctx.tokenizer->encode(ctx.chat_template->render(in),
-                                {.allow_special = true, .add_special_tokens = false});
+    ids = encode_rendered(ctx, shield.restore(ctx.chat_template->render(in)));
   } catch (const std::exception&) {
     return 0;
   }
@@ -61,16 +94,17 @@ int64_t shared_prefix(const ModelContext& ctx, const chat::ChatInputs& in,
 // See PreparedPrompt::message_boundaries: two more renderings, the messages before the last one and all of
 // them, neither with the generation prompt.
 std::vector<int64_t> message_boundaries(const ModelContext& ctx, const chat::ChatInputs& in,
+                                        const chat::SpecialTextShield& shield,
                                         const std::vector<int32_t>& prompt) {
   std::vector<int64_t> at;
   chat::ChatInputs part = in;
   part.add_generation_prompt = false;
   if (in.messages.is_array() && in.messages.size() >= 2) {
     part.messages = Json(std::vector<Json>(in.messages.begin(), in.messages.end() - 1));
-    at.push_back(shared_prefix(ctx, part, prompt));
+    at.push_back(shared_prefix(ctx, part, shield, prompt));
     part.messages = in.messages;
   }
-  at.push_back(shared_prefix(ctx, part, prompt));
+  at.push_back(shared_prefix(ctx, part, shield, prompt));
   std::sort(at.begin(), at.end());
   at.erase(std::unique(at.begin(), at.end()), at.end());
   std::erase_if(at, [&](int64_t k) { return k <= 0 || k >= static_cast<int64_t>(prompt.size()) - 1; });
@@ -99,9 +133,10 @@ PreparedPrompt prepare_chat(const ModelContext& ctx, const ChatRequest& request)
   in.tools = request.tools;
   in.add_generation_prompt = true;
   in.extra = request.template_kwargs;
-  std::string rendered;
+  chat::SpecialTextShield shield = shield_inputs(ctx, in);
+  chat::SpecialTextShield::Restored rendered;
   try {
-    rendered = ctx.chat_template->render(in);
+    rendered = shield.restore(ctx.chat_template->render(in));
   } catch (const chat::jinja::TemplateRaisedError& e) {
     throw ApiError(400, "invalid_value",
                    fmt::format("the chat template rejected the conversation: {}", e.what()), "messages");
@@ -118,15 +153,22 @@ PreparedPrompt prepare_chat(const ModelContext& ctx, const ChatRequest& request)
                      "syntax keel reads",
                      "tool_choice");
     const bool inside_reasoning =
-        chat::reasoning_start_from_prompt(ctx.output_format, rendered) == chat::ReasoningStart::open;
+        chat::reasoning_start_from_prompt(ctx.output_format, rendered.text) == chat::ReasoningStart::open;
     forced = chat::forced_tool_call_prefix(ctx.output_format.tools, request.forced_tool, inside_reasoning);
   }
   PreparedPrompt p;
-  // The template writes its own BOS. The forced opening is the model's text, tokenized with the prompt.
-  p.tokens = encode(ctx, rendered + forced, /*add_special=*/false, "messages");
-  if (ctx.message_checkpoints) p.message_boundaries = message_boundaries(ctx, in, p.tokens);
-  p.parser =
-      chat::make_parser_options(ctx.output_format, rendered, request.tools, request.parse_tool_calls, forced);
+  // The template writes its own BOS. The forced opening is the model's own text (after every literal range).
+  const std::string prompt_text = rendered.text;
+  rendered.text += forced;
+  try {
+    p.tokens = encode_rendered(ctx, rendered);
+  } catch (const Error& e) {
+    throw ApiError(400, "invalid_value", fmt::format("the prompt cannot be tokenized: {}", e.what()),
+                   "messages");
+  }
+  if (ctx.message_checkpoints) p.message_boundaries = message_boundaries(ctx, in, shield, p.tokens);
+  p.parser = chat::make_parser_options(ctx.output_format, prompt_text, request.tools,
+                                       request.parse_tool_calls, forced);
   p.text = text_options(ctx, request.gen);
   return p;
 }
@@ -149,14 +191,25 @@ PreparedPrompt prepare_completion(const ModelContext& ctx, const CompletionReque
   return p;
 }
 
+void check_logit_bias(const ModelContext& ctx, const GenerationOptions& gen) {
+  if (gen.logit_bias.empty()) return;
+  const int64_t vocab = ctx.engine->model().vocab_size();
+  for (const auto& [id, bias] : gen.logit_bias)
+    if (id >= vocab)
+      throw_invalid(fmt::format("logit_bias.{}", id),
+                    "'logit_bias' names token {}, outside the vocabulary (size {})", id, vocab);
+}
+
 Submitted submit_generation(const ModelContext& ctx, PreparedPrompt& prompt, const GenerationOptions& gen,
                             const char* prompt_param) {
   if (prompt.tokens.empty()) throw_invalid(prompt_param, "the prompt is empty after tokenization");
+  check_logit_bias(ctx, gen);
   Request r;
   r.prompt = prompt.tokens;
   r.checkpoints = prompt.message_boundaries;
   // No max_tokens: until the context ends. A larger one is capped by the scheduler at the context (length).
-  r.max_new_tokens = gen.max_tokens.value_or(ctx.context_tokens);
+  // Capped here, so no size computed from it (prompt + max_tokens) can overflow.
+  r.max_new_tokens = std::min(gen.max_tokens.value_or(ctx.context_tokens), ctx.context_tokens);
   r.stop_tokens = ctx.eos_tokens;
   r.chooser = ctx.make_chooser(gen);
   auto sink = std::make_shared<GenerationSink>(prompt.text);

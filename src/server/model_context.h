@@ -60,6 +60,8 @@ struct Submitted {
   std::shared_ptr<GenerationSink> sink;
   std::shared_ptr<std::atomic<bool>> cancelled;
 };
+// Throws ApiError 400 naming logit_bias.<id> for a biased token id outside the model's vocabulary.
+void check_logit_bias(const ModelContext& ctx, const GenerationOptions& gen);
 Submitted submit_generation(const ModelContext& ctx, PreparedPrompt& prompt, const GenerationOptions& gen,
                             const char* prompt_param);
 

@@ -3,11 +3,12 @@
 #include <cmath>
 #include <limits>
 
+#include "core/json_depth.h"
+
 namespace keel::server {
 
 namespace {
 
-constexpr int kMaxJsonDepth = 256;  // nlohmann parses recursively: deeper input could exhaust the stack
 constexpr int kMaxTopLogprobs = 20;
 constexpr size_t kMaxStopStrings = 16;
 
@@ -92,6 +93,66 @@ void check_n(const Json& body) {
   if (n && *n > 1)
     throw ApiError(400, "unsupported", "n > 1 (several choices per request) is not supported; send n = 1",
                    "n");
+  std::optional<int64_t> best_of = integer_field(body, "best_of", 1, std::numeric_limits<int32_t>::max());
+  if (best_of && *best_of > 1)
+    throw ApiError(400, "unsupported",
+                   "best_of > 1 (several candidates per request) is not supported; send best_of = 1",
+                   "best_of");
+}
+
+constexpr double kMaxLogitBias = 100;
+constexpr size_t kMaxLogitBiasEntries = 1 << 16;
+
+// A token id written as a JSON object key ("50256") or a number: a non-negative integer below 2^31.
+std::optional<int32_t> token_id_text(std::string_view s) {
+  if (s.empty() || s.size() > 10) return std::nullopt;
+  int64_t v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return std::nullopt;
+    v = v * 10 + (c - '0');
+  }
+  if (v > std::numeric_limits<int32_t>::max()) return std::nullopt;
+  return static_cast<int32_t>(v);
+}
+
+// OpenAI's {"50256": -100} and llama-server's [[50256, -100], ...] (false there also bans).
+std::vector<std::pair<int32_t, float>> parse_logit_bias(const Json& body) {
+  std::vector<std::pair<int32_t, float>> out;
+  const Json* lb = field(body, "logit_bias");
+  if (!lb) return out;
+  auto bias_of = [](const Json& v, const std::string& param) -> float {
+    if (v.is_boolean() && !v.get<bool>()) return -static_cast<float>(kMaxLogitBias);
+    if (!v.is_number()) wrong_type(param, "a number", v);
+    double x = v.get<double>();
+    if (!std::isfinite(x) || x < -kMaxLogitBias || x > kMaxLogitBias)
+      throw_invalid(param, "'{}' must be between -100 and 100, got {}", param, x);
+    return static_cast<float>(x);
+  };
+  if (lb->size() > kMaxLogitBiasEntries)
+    throw_invalid("logit_bias", "'logit_bias' may hold at most {} entries, got {}", kMaxLogitBiasEntries,
+                  lb->size());
+  if (lb->is_object()) {
+    for (const auto& [key, v] : lb->items()) {
+      std::string param = fmt::format("logit_bias.{}", key.substr(0, 40));
+      std::optional<int32_t> id = token_id_text(key);
+      if (!id)
+        throw_invalid(param, "'logit_bias' keys must be token ids (non-negative integers), got '{}'",
+                      key.substr(0, 40));
+      out.emplace_back(*id, bias_of(v, param));
+    }
+  } else if (lb->is_array()) {
+    for (size_t i = 0; i < lb->size(); ++i) {
+      std::string param = fmt::format("logit_bias[{}]", i);
+      const Json& e = (*lb)[i];
+      if (!e.is_array() || e.size() != 2 || !e[0].is_number_integer() || e[0].get<int64_t>() < 0 ||
+          e[0].get<int64_t>() > std::numeric_limits<int32_t>::max())
+        throw_invalid(param, "'{}' must be a pair [token id, bias]", param);
+      out.emplace_back(e[0].get<int32_t>(), bias_of(e[1], param));
+    }
+  } else {
+    wrong_type("logit_bias", "an object of token id → bias", *lb);
+  }
+  return out;
 }
 
 GenerationOptions parse_generation(const Json& body, bool chat) {
@@ -114,6 +175,7 @@ GenerationOptions parse_generation(const Json& body, bool chat) {
   if (auto x = integer_field(body, "seed", std::numeric_limits<int64_t>::min(),
                              std::numeric_limits<int64_t>::max()))
     g.seed = static_cast<uint64_t>(*x);
+  g.logit_bias = parse_logit_bias(body);
 
   // max_completion_tokens is the newer name; max_tokens the older one. −1 means "until the context ends"
   // (llama-server's n_predict convention).
@@ -340,28 +402,11 @@ void check_object_body(const Json& body) {
 
 Json parse_json_body(const std::string& body) {
   if (body.empty()) throw_invalid("body", "the request body is empty; send a JSON object");
-  int depth = 0;
-  bool in_string = false, escape = false;
-  for (char c : body) {
-    if (in_string) {
-      if (escape)
-        escape = false;
-      else if (c == '\\')
-        escape = true;
-      else if (c == '"')
-        in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '{' || c == '[') {
-      if (++depth > kMaxJsonDepth)
-        throw_invalid("body", "the request body nests deeper than {} levels", kMaxJsonDepth);
-    } else if (c == '}' || c == ']') {
-      --depth;
-    }
-  }
+  if (json_too_deep(body))
+    throw_invalid("body", "the request body nests deeper than {} levels", kMaxJsonDepth);
   try {
     return Json::parse(body);
-  } catch (const Json::parse_error& e) {
+  } catch (const Json::exception& e) {  // parse_error, and out_of_range for a number such as 1e999
     throw_invalid("body", "the request body is not valid JSON: {}", e.what());
   }
 }

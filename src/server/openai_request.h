@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "server/api_error.h"
@@ -25,7 +26,11 @@ struct GenerationOptions {
   float presence_penalty = 0;               // [−2, 2]
   float frequency_penalty = 0;              // [−2, 2]
   std::optional<uint64_t> seed;
-  // Tokens to generate at most; unset: until the context's end. Larger than the room left is not an error.
+  // logit_bias: token id → bias added to its logit before sampling, in [−100, 100]; −100 bans the token (as
+  // OpenAI and llama-server). Ids are checked against the vocabulary when the request is submitted.
+  std::vector<std::pair<int32_t, float>> logit_bias;
+  // Tokens to generate at most; unset: until the context's end. Larger than the room left is not an error:
+  // any value up to 2^63 − 1 is accepted and capped at the context (as llama-server caps n_predict).
   std::optional<int64_t> max_tokens;
   std::vector<std::string> stop;  // stop strings (non-empty), never part of the output
   bool stream = false;

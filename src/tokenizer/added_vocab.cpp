@@ -83,9 +83,17 @@ char32_t last_char_before(std::string_view s, size_t end) {
   return next_codepoint(s, start);
 }
 
+// Whether [begin, end) meets any of the ascending disjoint `ranges`.
+bool overlaps(std::span<const std::pair<size_t, size_t>> ranges, size_t begin, size_t end) {
+  auto it = std::upper_bound(ranges.begin(), ranges.end(), begin,
+                             [](size_t b, const std::pair<size_t, size_t>& r) { return b < r.second; });
+  return it != ranges.end() && it->first < end;
+}
+
 }  // namespace
 
-std::vector<Segment> AddedVocabulary::split(std::string_view s, bool normalized, bool allow_special) const {
+std::vector<Segment> AddedVocabulary::split(std::string_view s, bool normalized, bool allow_special,
+                                            std::span<const std::pair<size_t, size_t>> literal) const {
   const Trie& trie = normalized ? normalized_ : raw_;
   std::vector<Segment> out;
   if (s.empty()) return out;
@@ -109,6 +117,7 @@ std::vector<Segment> AddedVocabulary::split(std::string_view s, bool normalized,
     pos = match_end;
     const AddedToken& t = tokens_[static_cast<size_t>(index)];
     if (!allow_special && t.special) continue;
+    if (t.special && overlaps(literal, match_start, match_end)) continue;
     if (match_start < start_offset) continue;  // inside a previous token's rstrip (never happens in HF files)
     if (t.single_word) {
       const bool start_ok = match_start == 0 || !is_word_char(last_char_before(s, match_start));

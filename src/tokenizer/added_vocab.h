@@ -3,6 +3,7 @@
 // text, normalized=true tokens against the normalized text), then single_word / lstrip / rstrip. A match that
 // is rejected (single_word, or a special token when specials are not allowed) still consumes its span.
 #pragma once
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,7 +36,10 @@ class AddedVocabulary {
 
   // Segments covering s in order (empty for an empty s). `normalized` picks which tokens are looked for;
   // allow_special=false skips tokens with special=true (HF's encode_special_tokens=true).
-  std::vector<Segment> split(std::string_view s, bool normalized, bool allow_special) const;
+  // `literal`: ascending disjoint byte ranges of s where no special token may match (one that overlaps a
+  // range is rejected as with allow_special=false).
+  std::vector<Segment> split(std::string_view s, bool normalized, bool allow_special,
+                             std::span<const std::pair<size_t, size_t>> literal = {}) const;
 
   const AddedToken* find(TokenId id) const;
   const AddedToken* find(std::string_view content) const;

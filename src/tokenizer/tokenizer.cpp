@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "core/json_depth.h"
 #include "core/mmap_file.h"
 #include "tokenizer/decoder.h"
 #include "tokenizer/normalizer.h"
@@ -31,6 +32,9 @@ Tokenizer::~Tokenizer() = default;
 namespace {
 
 json parse_json(std::string_view text, const std::string& name) {
+  // Nested Sequence normalizers / pre-tokenizers are read recursively: bound the nesting first.
+  if (json_too_deep(text))
+    throw_error(ErrorCode::invalid_file, "{}: JSON nests deeper than {} levels", name, kMaxJsonDepth);
   try {
     return json::parse(text.begin(), text.end());
   } catch (const json::exception& e) {
@@ -150,7 +154,13 @@ std::vector<TokenId> Tokenizer::encode(std::string_view text, EncodeOptions opti
   const Impl& t = *impl_;
   std::vector<TokenId> ids;
   ids.reserve(text.size() / 3 + 4);
-  for (const Segment& seg : t.added.split(text, false, options.allow_special)) {
+  const auto literal = options.allow_special ? options.literal : std::span<const std::pair<size_t, size_t>>{};
+  auto meets_literal = [&](size_t begin, size_t end) {  // literal is ascending and disjoint
+    auto it = std::upper_bound(literal.begin(), literal.end(), begin,
+                               [](size_t b, const std::pair<size_t, size_t>& r) { return b < r.second; });
+    return it != literal.end() && it->first < end;
+  };
+  for (const Segment& seg : t.added.split(text, false, options.allow_special, literal)) {
     if (seg.id >= 0) {
       ids.push_back(seg.id);
       continue;
@@ -162,7 +172,9 @@ std::vector<TokenId> Tokenizer::encode(std::string_view text, EncodeOptions opti
       normalized_storage = t.normalizer.apply(raw);
       normalized = normalized_storage;
     }
-    for (const Segment& sub : t.added.split(normalized, true, options.allow_special)) {
+    const bool specials_here =
+        options.allow_special && !(!literal.empty() && meets_literal(seg.start, seg.end));
+    for (const Segment& sub : t.added.split(normalized, true, specials_here)) {
       if (sub.id >= 0) {
         ids.push_back(sub.id);
         continue;

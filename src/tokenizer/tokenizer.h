@@ -27,6 +27,12 @@ namespace keel::tokenizer {
 struct EncodeOptions {
   bool allow_special = false;       // match special added tokens in the text (see above)
   bool add_special_tokens = false;  // apply the post-processor (e.g. prepend <s>), as HF's add_special_tokens
+  // With allow_special: byte ranges [begin, end) of the text (ascending, disjoint) that are literal text from
+  // a user, inside which no special token matches (as if allow_special were false for a match overlapping
+  // one). A chat prompt keeps its template's special tokens while a user's "<|im_end|>" stays text
+  // (chat::SpecialTextShield). Tokens with normalized=true are matched on the normalized text, whose
+  // offsets differ: a text segment overlapping a literal range gets none of those special tokens.
+  std::span<const std::pair<size_t, size_t>> literal = {};
 };
 
 class Tokenizer {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -59,6 +60,25 @@ TEST(Run, GreedyMatchesTransformersGenerate) {
     ++checked;
   }
   EXPECT_EQ(checked, 5);
+}
+
+// The README says `keel run` (and perplexity, bench) use the bundled model when no --model is given, as
+// `keel serve` does; it said "--model is required" (issue 15, item 12). Run from the repository's root, as
+// `make run` does.
+TEST(Run, WithoutModelUsesTheBundledModel) {
+  const nlohmann::json s = read_json(kDir + "/results.json")["samples"][0];
+  const std::vector<int32_t> prompt = s["prompt_ids"], want = s["output_ids"];
+  const std::filesystem::path cwd = std::filesystem::current_path();
+  std::filesystem::current_path(KEEL_SOURCE_DIR);
+  nlohmann::json out;
+  try {
+    out = nlohmann::json::parse(
+        keel({"run", "--prompt-ids", join(prompt), "-n", std::to_string(want.size()), "--json", "-t", "2"}));
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << e.what();
+  }
+  std::filesystem::current_path(cwd);
+  EXPECT_EQ(out["ids"].get<std::vector<int32_t>>(), want);
 }
 
 TEST(Run, ChatWrapsThePromptInTheTemplate) {

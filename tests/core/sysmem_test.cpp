@@ -11,7 +11,13 @@ using namespace keel;
 TEST(SysMem, ParsesLimits) {
   EXPECT_EQ(parse_memory_limit("12GiB", 0), int64_t{12} << 30);
   EXPECT_EQ(parse_memory_limit("512M", 0), 512000000);
-  EXPECT_EQ(parse_memory_limit("4096", 0), 4096);
+  EXPECT_EQ(parse_memory_limit("4096B", 0), 4096);
+  EXPECT_EQ(parse_memory_limit("2000000", 0), 2000000);
+  // A bare number below 1 MiB is a unit left off (or "1.0" meant as all of it), not a few bytes.
+  for (const char* text : {"1.0", "1", "64", "4096", "1048575"})
+    EXPECT_THROW(parse_memory_limit(text, int64_t(1) << 34), Error) << text;
+  EXPECT_EQ(parse_memory_limit("1048576", 0), 1048576);
+  EXPECT_EQ(parse_memory_limit("0.5GiB", 0), int64_t(1) << 29);
   EXPECT_EQ(parse_memory_limit("1.5 KiB", 0), 1536);
   EXPECT_EQ(parse_memory_limit("0.5", 1000), 500);
   EXPECT_EQ(parse_memory_limit("80%", 1000), 800);

@@ -77,5 +77,37 @@ TEST(Sampler, SeedReproducesASampledSequence) {
   for (int32_t id : a) EXPECT_TRUE(id >= 0 && id < 64);
 }
 
+TEST(Sampler, LogitBiasPlus100MakesGreedyPickItAndMinus100BansTheArgmax) {
+  MemoryPool pool("cpu", int64_t{1} << 30);
+  CpuBackend be(pool, 2);
+  for (uint64_t seed = 1; seed <= 10; ++seed) {
+    const std::vector<float> x = random_logits(seed, 500);
+    std::vector<size_t> order(x.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return x[a] > x[b]; });
+    const int32_t best = static_cast<int32_t>(order[0]), second = static_cast<int32_t>(order[1]);
+    const int32_t worst = static_cast<int32_t>(order.back());
+    SamplerConfig c;
+    c.params.temperature = 0;
+    c.logit_bias = {{worst, 100.0f}};
+    GeneratedToken t = make_sampler(be, c)->choose(x, {});
+    EXPECT_EQ(t.id, worst) << "+100 on the least likely token";
+    EXPECT_NEAR(t.logprob, log_softmax(x)[static_cast<size_t>(worst)], 1e-5) << "logprobs stay the model's";
+    c.logit_bias = {{best, -100.0f}};
+    EXPECT_EQ(make_sampler(be, c)->choose(x, {}).id, second) << "-100 bans the argmax";
+    // Sampling never draws a banned token either: ban all but two, then only those two come out.
+    c.params.temperature = 1.0f;
+    c.seed = seed;
+    c.logit_bias.clear();
+    for (size_t i = 2; i < order.size(); ++i)
+      c.logit_bias.emplace_back(static_cast<int32_t>(order[i]), -100.0f);
+    auto sampler = make_sampler(be, c);
+    for (int k = 0; k < 50; ++k) {
+      int32_t id = sampler->choose(x, {}).id;
+      EXPECT_TRUE(id == best || id == second) << id;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace keel

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 using namespace keel::server;
 
 namespace {
@@ -259,4 +261,47 @@ TEST(CompletionRequest, PromptForms) {
   EXPECT_EQ(completion_error(R"({"prompt": "x", "echo": true})").param(), "echo");
   EXPECT_EQ(completion_error(R"({"prompt": "x", "n": 4})").param(), "n");
   EXPECT_EQ(completion_error(R"({"prompt": "x", "logprobs": 50})").param(), "logprobs");
+}
+
+// logit_bias (OpenAI's object and llama-server's pairs; −100..100) and best_of (issue 15, item 9); max_tokens
+// up to 2^63 − 1 is accepted here and capped at the context when submitted (item 2).
+TEST(ChatRequest, LogitBiasBestOfAndHugeMaxTokens) {
+  ChatRequest r = parse_chat_request(
+      body(R"({"messages": [{"role": "user", "content": "x"}], "logit_bias": {"50256": -100, "11": 2.5},
+               "best_of": 1, "max_tokens": 9223372036854775807})"));
+  std::vector<std::pair<int32_t, float>> want = {{11, 2.5f}, {50256, -100.0f}};
+  std::sort(r.gen.logit_bias.begin(), r.gen.logit_bias.end());
+  EXPECT_EQ(r.gen.logit_bias, want);
+  EXPECT_EQ(r.gen.max_tokens, INT64_MAX);
+  CompletionRequest c =
+      parse_completion_request(body(R"({"prompt": "x", "logit_bias": [[5, -3], [6, false]]})"));
+  EXPECT_EQ(c.gen.logit_bias, (std::vector<std::pair<int32_t, float>>{{5, -3.0f}, {6, -100.0f}}));
+  EXPECT_EQ(
+      chat_error(R"({"messages": [{"role": "user", "content": "x"}], "logit_bias": {"5": 100.5}})").param(),
+      "logit_bias.5");
+  EXPECT_EQ(
+      chat_error(R"({"messages": [{"role": "user", "content": "x"}], "logit_bias": {"-5": 1}})").param(),
+      "logit_bias.-5");
+  EXPECT_EQ(
+      chat_error(R"({"messages": [{"role": "user", "content": "x"}], "logit_bias": {"5": null}})").param(),
+      "logit_bias.5");
+  EXPECT_EQ(chat_error(R"({"messages": [{"role": "user", "content": "x"}], "logit_bias": [1, 2]})").param(),
+            "logit_bias[0]");
+  ApiError b = completion_error(R"({"prompt": "x", "best_of": 3})");
+  EXPECT_EQ(b.status(), 400);
+  EXPECT_EQ(b.param(), "best_of");
+  EXPECT_EQ(chat_error(R"({"messages": [{"role": "user", "content": "x"}], "best_of": 0})").param(),
+            "best_of");
+}
+
+// A body is bounded in nesting even where the nesting hides in a string that keel parses later (item 1): the
+// body itself is shallow, so it parses; the tool-call arguments string is checked when it is parsed.
+TEST(JsonBody, NestingInsideStringsIsNotTheBodysButIsBoundedLater) {
+  std::string deep = std::string(300000, '[') + std::string(300000, ']');
+  Json j =
+      parse_json_body(Json{{"messages", Json::array({Json{{"role", "user"}, {"content", deep}}})}}.dump());
+  EXPECT_EQ(j["messages"][0]["content"], deep);
+  EXPECT_THROW(parse_json_body(deep), ApiError);
+  // Found by openai_request_fuzz: a number beyond double's range is nlohmann's out_of_range, not parse_error.
+  EXPECT_THROW(parse_json_body(R"({"messages": [], "temperature": 1e999})"), ApiError);
 }

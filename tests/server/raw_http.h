@@ -38,6 +38,8 @@ class RawHttp {
     if (fd_ >= 0) ::close(fd_);
     fd_ = -1;
   }
+  // shutdown(SHUT_WR): the request is sent, nothing more will be; the response can still be read.
+  void half_close() { ::shutdown(fd_, SHUT_WR); }
 
   void send(const std::string& method, const std::string& path, const std::string& body = "",
             const std::vector<std::string>& headers = {}) {

@@ -5,6 +5,9 @@
 // API must return it as reasoning_content + tool_calls, streamed as delta.tool_calls, finish_reason
 // "tool_calls".
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <limits>
 
 #include "keel_process.h"
 #include "raw_http.h"
@@ -202,4 +205,166 @@ TEST(ToolCalls, ParrotStreaming) {
   EXPECT_EQ(name, expect["tool_calls"][0]["name"].get<std::string>());
   EXPECT_EQ(Json::parse(arguments), expect["tool_calls"][0]["arguments"]);
   EXPECT_EQ(finish, "tool_calls");
+}
+
+// Start-up failures (issue 15, items 7, 8, 11): each is one line naming the file or the flag, and exit status
+// 1 — never a signal (an uncaught exception was exit 134), a hang (a FIFO) or an unbounded read (/dev/zero).
+namespace {
+
+namespace fs = std::filesystem;
+
+// A copy of model folder `src` to change one file in.
+std::string model_copy(const std::string& src, const std::string& tag) {
+  std::string dir = src + "-" + tag;
+  fs::remove_all(dir);
+  fs::copy(src, dir, fs::copy_options::recursive);
+  return dir;
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  fs::remove(path);
+  std::ofstream(path, std::ios::binary) << text;
+}
+
+// keel serve ARGS must exit with status 1 within 30 s, printing one error line that contains `needle`.
+void expect_clean_failure(std::vector<std::string> args, const std::string& needle) {
+  SCOPED_TRACE(needle);
+  KeelServe s(std::move(args), /*wait_ready=*/false);
+  std::optional<int> code = s.wait_exit(std::chrono::seconds(30));
+  ASSERT_TRUE(code.has_value()) << "still running after 30 s\n" << s.log();
+  const std::string log = s.log();
+  EXPECT_EQ(*code, 1) << log;
+  int error_lines = 0;
+  std::istringstream lines(log);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find("error") == std::string::npos) continue;
+    ++error_lines;
+    EXPECT_NE(line.find(needle), std::string::npos) << "the error line names " << needle << ": " << line;
+  }
+  EXPECT_EQ(error_lines, 1) << log;
+  EXPECT_EQ(log.find("terminate called"), std::string::npos) << log;
+}
+
+// Sets element 0 of the first float tensor in dir/model.safetensors to NaN; returns the tensor's name.
+std::string poison_first_float_tensor(const std::string& dir) {
+  std::fstream f(dir + "/model.safetensors", std::ios::in | std::ios::out | std::ios::binary);
+  uint64_t n = 0;
+  f.read(reinterpret_cast<char*>(&n), 8);
+  std::string header(n, '\0');
+  f.read(header.data(), static_cast<std::streamsize>(n));
+  Json h = Json::parse(header);
+  for (const auto& [name, info] : h.items()) {
+    if (name == "__metadata__") continue;
+    const std::string dtype = info["dtype"];
+    if (dtype != "F32" && dtype != "BF16" && dtype != "F16") continue;
+    const uint64_t at = 8 + n + info["data_offsets"][0].get<uint64_t>();
+    f.seekp(static_cast<std::streamoff>(at));
+    if (dtype == "F32") {
+      const float nan = std::numeric_limits<float>::quiet_NaN();
+      f.write(reinterpret_cast<const char*>(&nan), 4);
+    } else {
+      const uint16_t nan = dtype == "BF16" ? 0x7FC0 : 0x7E00;
+      f.write(reinterpret_cast<const char*>(&nan), 2);
+    }
+    return name;
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST(ServeStartup, BadGenerationConfigIsOneLineNamingTheField) {
+  const std::string base = parrot_model("text");
+  struct Case {
+    const char* json;
+    const char* field;
+  };
+  for (const Case& c : std::vector<Case>{{R"({"do_sample": 0})", "do_sample"},
+                                         {R"({"do_sample": "no"})", "do_sample"},
+                                         {R"({"temperature": -5})", "temperature"},
+                                         {R"({"top_p": 0})", "top_p"},
+                                         {R"({"top_p": 5})", "top_p"},
+                                         {R"({"min_p": 7})", "min_p"},
+                                         {R"({"repetition_penalty": 0})", "repetition_penalty"},
+                                         {R"({"top_k": -3})", "top_k"},
+                                         {R"({"eos_token_id": "2"})", "eos_token_id"},
+                                         {R"({"temperature": )", "generation_config.json"}}) {
+    std::string dir = model_copy(base, "genconfig");
+    write_file(dir + "/generation_config.json", c.json);
+    expect_clean_failure({"--model", dir}, c.field);
+    expect_clean_failure({"--model", dir}, "generation_config.json");
+  }
+}
+
+TEST(ServeStartup, UnreadableFilesAndOutOfRangeFlagsAreOneLine) {
+  const std::string base = parrot_model("text");
+  std::string dir = model_copy(base, "loop");
+  fs::remove(dir + "/config.json");
+  fs::create_symlink("config.json", dir + "/config.json");  // a symlink loop
+  expect_clean_failure({"--model", dir}, "config.json");
+  dir = model_copy(base, "fifo");
+  fs::remove(dir + "/config.json");
+  ASSERT_EQ(::mkfifo((dir + "/config.json").c_str(), 0644), 0);
+  expect_clean_failure({"--model", dir}, "config.json");  // used to wait for a writer forever
+  expect_clean_failure({"--model", base, "--chat-template", "/dev/zero"}, "/dev/zero");
+  expect_clean_failure({"--model", base, "--chat-template", base}, base);  // a directory
+  expect_clean_failure({"--model", base, "--parallel", "1000000"}, "--parallel");
+  expect_clean_failure({"--model", base, "--threads", "100000"}, "--threads");
+  expect_clean_failure({"--model", base, "--memory-limit", "1.0"}, "'1.0'");
+}
+
+TEST(ServeStartup, ConfigValuesThatServeNonsenseAreRefused) {
+  const std::string src = std::string(KEEL_SOURCE_DIR) + "/tests/fixtures/nemotron_h";
+  const std::string tmp = std::string(KEEL_BINARY_DIR) + "/tests/server/nemotron-" + std::to_string(getpid());
+  fs::remove_all(tmp);
+  fs::copy(src, tmp, fs::copy_options::recursive);
+  Json config = Json::parse(std::ifstream(tmp + "/config.json"));
+  for (const auto& [key, value] : std::vector<std::pair<std::string, Json>>{
+           {"rope_theta", 0}, {"mamba_ssm_cache_dtype", "int8"}, {"rope_theta", -1.0}}) {
+    std::string dir = model_copy(tmp, "cfg");
+    Json c = config;
+    c[key] = value;
+    write_file(dir + "/config.json", c.dump(2));
+    expect_clean_failure({"--model", dir}, key);
+  }
+  fs::remove_all(tmp);
+}
+
+TEST(ServeStartup, CheckTensorsFindsANaNWeight) {
+  std::string dir = model_copy(parrot_model("text"), "nan");
+  const std::string tensor = poison_first_float_tensor(dir);
+  ASSERT_FALSE(tensor.empty());
+  expect_clean_failure({"--model", dir, "--check-tensors"}, tensor);
+  KeelServe unchecked({"--model", dir});  // without the flag the scan does not run
+  EXPECT_TRUE(unchecked.ready) << unchecked.log();
+  KeelServe clean({"--model", parrot_model("text"), "--check-tensors"});
+  EXPECT_TRUE(clean.ready) << clean.log();
+}
+
+TEST(ServeSampling, LogitBiasBansTheGreedyToken) {
+  std::string model = parrot_model("text");
+  Json expect = parrot_expect(model);
+  KeelServe s({"--model", model});
+  ASSERT_TRUE(s.ready) << s.log();
+  Json chain = Json::parse(std::ifstream(model + "/parrot.json"))["chain_ids"];
+  auto chat = [&](Json extra) {
+    Json body = {{"temperature", 0},
+                 {"max_tokens", 4},
+                 {"messages", Json::array({Json{{"role", "user"}, {"content", "hi"}}})}};
+    body.update(extra);
+    auto r = s.client().Post("/v1/chat/completions", body.dump(), "application/json");
+    EXPECT_TRUE(r);
+    EXPECT_EQ(r->status, 200) << r->body;
+    return Json::parse(r->body)["choices"][0]["message"]["content"];
+  };
+  EXPECT_EQ(chat(Json::object()), expect["content"]);
+  // The reply is the chain's piece tokens: banning them (OpenAI's object form, and llama-server's pairs)
+  // changes it.
+  Json bias = Json::object(), pairs = Json::array();
+  for (const Json& id : chain) {
+    bias[std::to_string(id.get<int>())] = -100;
+    pairs.push_back(Json::array({id, false}));
+  }
+  EXPECT_NE(chat(Json{{"logit_bias", bias}}), expect["content"]) << "a banned token was chosen";
+  EXPECT_NE(chat(Json{{"logit_bias", pairs}}), expect["content"]) << "a banned token was chosen";
 }

@@ -2,6 +2,8 @@
 
 #include <optional>
 
+#include "core/json_depth.h"
+
 namespace keel::chat {
 
 std::string dump_json(const Json& value) {
@@ -49,7 +51,8 @@ std::optional<JsonToolCall> read_call(const Json& call) {
   if (arguments.is_string()) {
     // Models trained on templates that print arguments with tojson sometimes emit them already serialized.
     const std::string& s = arguments.get_ref<const std::string&>();
-    Json decoded = Json::parse(s, nullptr, /*allow_exceptions=*/false);
+    Json decoded = json_too_deep(s) ? Json(Json::value_t::discarded)
+                                    : Json::parse(s, nullptr, /*allow_exceptions=*/false);
     if (!decoded.is_discarded() && decoded.is_object()) arguments = std::move(decoded);
   }
   return JsonToolCall{name->get<std::string>(), dump_json(arguments)};
@@ -59,6 +62,7 @@ std::optional<JsonToolCall> read_call(const Json& call) {
 
 bool read_json_tool_calls(std::string_view json_text, std::vector<JsonToolCall>& out) {
   out.clear();
+  if (json_too_deep(json_text)) return false;
   Json value = Json::parse(json_text.begin(), json_text.end(), nullptr, /*allow_exceptions=*/false);
   if (value.is_discarded()) return false;
   if (value.is_object()) {

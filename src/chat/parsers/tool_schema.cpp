@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "core/json_depth.h"
+
 namespace keel::chat {
 
 namespace {
@@ -52,6 +54,7 @@ bool allowed(const Json& value, unsigned types) {
 }
 
 bool try_parse(std::string_view text, Json& out) {
+  if (json_too_deep(text)) return false;
   out = Json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
   return !out.is_discarded();
 }
