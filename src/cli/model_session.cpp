@@ -79,15 +79,8 @@ void check_tensors_finite(const WeightStore& weights) {
           if (half_not_finite(half_at(2 * i), mask)) fail(i);
         break;
       }
-      case DType::q8_0:
-      case DType::q4_0: {  // GGML blocks: an f16 scale, then the quants (which are always finite)
-        const DTypeInfo& info = dtype_info(t.dtype());
-        for (int64_t b = 0; b < n / info.block_elems; ++b)
-          if (half_not_finite(half_at(b * info.block_bytes), 0x7C00)) fail(b * info.block_elems);
-        break;
-      }
       default:
-        break;  // integer tensors
+        break;  // integer tensors (MLX packed words: u32; their scales and biases are float tensors)
     }
   }
 }

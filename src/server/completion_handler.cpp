@@ -227,7 +227,7 @@ class Responder {
       // since a closed peer answers it with a reset that closed() sees at the next poll.
       if (!pending.finished && !probed_half_close_ && conn_->half_closed()) {
         probed_half_close_ = true;
-        if (!write(keepalive(pending))) return client_gone();
+        if (!write(writer_->keepalive(pending.prefill_done, pending.prefill_total))) return client_gone();
       }
     }
     out.done();
