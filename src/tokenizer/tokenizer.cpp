@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "core/error.h"
-#include "core/json_depth.h"
 #include "core/mmap_file.h"
 #include "tokenizer/decoder.h"
 #include "tokenizer/normalizer.h"
@@ -32,9 +31,8 @@ Tokenizer::~Tokenizer() = default;
 namespace {
 
 json parse_json(std::string_view text, const std::string& name) {
-  // Nested Sequence normalizers / pre-tokenizers are read recursively: bound the nesting first.
-  if (json_too_deep(text))
-    throw_error(ErrorCode::invalid_file, "{}: JSON nests deeper than {} levels", name, kMaxJsonDepth);
+  // nlohmann's parser is not recursive; the readers below bound the nesting they follow (Sequence
+  // normalizers / pre-tokenizers) and name the field that is too deep.
   try {
     return json::parse(text.begin(), text.end());
   } catch (const json::exception& e) {

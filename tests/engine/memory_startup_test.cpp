@@ -56,8 +56,14 @@ TEST(MemoryStartup, RunAndBenchRefuseToStartBelowTheFootprint) {
   for (const char* command : {"run", "bench"}) {
     SCOPED_TRACE(command);
     auto launch = [&](int64_t limit) {
-      std::vector<std::string> argv = {
-          keel, command, "-m", fixture_dir("llama"), "-t", "2", "--memory-limit", std::to_string(limit)};
+      std::vector<std::string> argv = {keel,
+                                       command,
+                                       "-m",
+                                       fixture_dir("llama"),
+                                       "-t",
+                                       "2",
+                                       "--memory-limit",
+                                       std::to_string(limit) + "B"};
       for (const char* a : std::string(command) == "run"
                                ? std::vector<const char*>{"--prompt-ids", "5", "-n", "1"}
                                : std::vector<const char*>{"--prompt-lengths", "1", "--gen", "0"})
