@@ -10,8 +10,13 @@
 // the intrinsics are inlined.
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+// clang ignores `#pragma GCC target`; its own form gives every function of the region the same target.
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma,f16c"))), apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c")
+#endif
 
 #include "backend/cpu/matmul_tile.h"
 
@@ -49,4 +54,8 @@ void matmul_cols_avx2(const MatmulArgs& a, int64_t o_begin, int64_t o_end, float
 
 }  // namespace keel::cpu
 
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif

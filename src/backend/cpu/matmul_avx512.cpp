@@ -11,8 +11,14 @@
 // the intrinsics are inlined.
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+// clang ignores `#pragma GCC target`; its own form gives every function of the region the same target.
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma,f16c"))), \
+                             apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,fma,f16c")
+#endif
 
 #include "backend/cpu/matmul_tile.h"
 
@@ -51,4 +57,8 @@ void matmul_cols_avx512(const MatmulArgs& a, int64_t o_begin, int64_t o_end, flo
 
 }  // namespace keel::cpu
 
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif

@@ -1,6 +1,6 @@
 // The matmul kernel body, written once over a vector type V and instantiated by each matmul_<isa>.cpp inside
-// its
-// `#pragma GCC target` region (so intrinsics inline). Include it only there, after <cstdint>/<cstring>.
+// its target region (`#pragma GCC target`, or clang's `#pragma clang attribute`) (so intrinsics inline).
+// Include it only there, after <cstdint>/<cstring>.
 //
 // V provides: F (vector of L floats), L, MR × NR (the register tile: MR x rows by NR weight rows), zero(),
 // load(const float*), store(float*, F), fma(a, b, acc) = a·b + acc, sum(F) (a fixed tree), and
