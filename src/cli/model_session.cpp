@@ -99,6 +99,11 @@ void add_session_options(CLI::App& cmd, SessionOptions& o) {
                "Scan every weight for NaN and infinity at load (slower start)");
 }
 
+int64_t memory_limit_bytes(const std::string& flag) {
+  MemoryFacts facts = read_memory_facts();
+  return flag.empty() ? default_cpu_budget(facts) : parse_memory_limit(flag, facts.mem_total);
+}
+
 ModelSession open_session(const SessionOptions& o, bool need_tokenizer) {
   ModelSession s;
   s.dir = o.dir.empty() ? default_model_dir() : o.dir;
@@ -107,9 +112,11 @@ ModelSession open_session(const SessionOptions& o, bool need_tokenizer) {
     throw_error(ErrorCode::invalid_argument, "--threads {}: expected 0 (all cores) to {}", o.threads,
                 kMaxThreads);
   check_config_values(s.dir);
-  MemoryFacts facts = read_memory_facts();
-  int64_t limit = o.memory_limit.empty() ? default_cpu_budget(facts)
-                                         : parse_memory_limit(o.memory_limit, facts.mem_total);
+  const int64_t total = memory_limit_bytes(o.memory_limit);
+  const int64_t limit = total - o.held_back_bytes;
+  if (limit <= 0)
+    throw_error(ErrorCode::out_of_memory, "--memory-limit {} leaves nothing for the model after {} held back",
+                format_bytes(total), format_bytes(o.held_back_bytes));
   s.pool = std::make_unique<MemoryPool>("cpu", limit);
   s.be = std::make_unique<CpuBackend>(*s.pool, o.threads);
   s.loaded = models::load_model(s.dir, *s.be);

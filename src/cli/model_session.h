@@ -16,11 +16,15 @@ namespace keel::cli {
 inline constexpr int kMaxThreads = 1024;
 
 struct SessionOptions {
-  std::string dir;             // empty: the bundled model (default_model_dir)
-  int threads = 0;             // 0: all cores
-  bool check_tensors = false;  // --check-tensors: scan the weights for NaN/Inf after loading
-  std::string memory_limit;    // bytes or a fraction of MemTotal; empty: default_cpu_budget
+  std::string dir;              // empty: the bundled model (default_model_dir)
+  int threads = 0;              // 0: all cores
+  bool check_tensors = false;   // --check-tensors: scan the weights for NaN/Inf after loading
+  std::string memory_limit;     // bytes or a fraction of MemTotal; empty: default_cpu_budget
+  int64_t held_back_bytes = 0;  // taken off the limit before the pool gets it (serve's request budget)
 };
+
+// The bytes --memory-limit allows in all (`flag` as given; empty: default_cpu_budget of this machine).
+int64_t memory_limit_bytes(const std::string& flag);
 
 // -m/--model, -t/--threads, --memory-limit.
 void add_session_options(CLI::App& cmd, SessionOptions& o);

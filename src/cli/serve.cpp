@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -196,13 +197,20 @@ void run_serve(const ServeFlags& f) {
   options.api_key = f.api_key;
   options.parallel = f.parallel;
   options.metrics = f.metrics;
+  // Request handling (bodies, parsed JSON, renderings, token ids) gets a budget of its own out of the limit,
+  // so the process stays within --memory-limit whatever the requests; the engine plans with the rest. A
+  // body its budget could never take is refused from its Content-Length, before it is read.
+  const int64_t request_budget =
+      std::clamp(memory_limit_bytes(f.memory_limit) / 8, int64_t{16} << 20, int64_t{2} << 30);
+  server::RequestMemory request_memory(request_budget);
+  options.max_body_bytes = static_cast<size_t>(server::RequestMemory::max_body_for(request_budget));
   server::HttpServer http(options);
   http.start();
   spdlog::info("listening on http://{}:{} (loading {})", f.host, http.port(), dir);
 
   ModelSession session;
   try {
-    session = open_session(SessionOptions{dir, f.threads, f.check_tensors, f.memory_limit},
+    session = open_session(SessionOptions{dir, f.threads, f.check_tensors, f.memory_limit, request_budget},
                            /*need_tokenizer=*/true);
   } catch (const Error& e) {
     if (e.code() != ErrorCode::out_of_memory) throw;
@@ -211,6 +219,7 @@ void run_serve(const ServeFlags& f) {
   }
   MemoryPool& pool = *session.pool;
   CpuBackend& backend = *session.be;
+
   models::LoadedModel& loaded = session.loaded;
   tokenizer::Tokenizer& tokenizer = *session.tok;
 
@@ -258,12 +267,14 @@ void run_serve(const ServeFlags& f) {
   model.eos_tokens = eos;
   model.make_chooser = chooser_factory(backend, defaults.params);
   model.message_checkpoints = keeps_prompt_checkpoints(*loaded.model, sc);
+  model.request_memory = &request_memory;
   http.set_model(&model);
   spdlog::info(
-      "serving {} as '{}': {} ({}), context {} tokens x {} sequences, memory limit {} ({} loaded), "
-      "tools {}, prompt cache {}",
+      "serving {} as '{}': {} ({}), context {} tokens x {} sequences, memory limit {} ({} loaded) + {} for "
+      "requests (bodies up to {}), tools {}, prompt cache {}",
       dir, model.model_id, loaded.config.model_type, backend.name(), ctx, f.parallel,
-      format_bytes(pool.limit()), format_bytes(pool.in_use()),
+      format_bytes(pool.limit()), format_bytes(pool.in_use()), format_bytes(request_budget),
+      format_bytes(server::RequestMemory::max_body_for(request_budget)),
       chat::tool_syntax_name(model.output_format.tools), f.no_prompt_cache ? "off" : "on");
 
   int sig = 0;

@@ -372,22 +372,28 @@ void run(const httplib::Request& req, httplib::Response& res, const HandlerEnv& 
 }  // namespace
 
 void handle_chat_completions(const httplib::Request& req, httplib::Response& res, const HandlerEnv& env) {
+  RequestHold hold(env.model, static_cast<int64_t>(req.body.size()));
   ChatRequest request = parse_chat_request(parse_json_body(req.body));
   PreparedPrompt prompt = prepare_chat(env.model, request);
+  hold.prepared(static_cast<int64_t>(prompt.tokens.size()));
   run(req, res, env, std::make_unique<OpenAiWriter>(env.model, ResponseFormatter::Kind::chat, request.gen),
       "chat", request.gen, std::move(prompt), "messages", send_error);
 }
 
 void handle_completions(const httplib::Request& req, httplib::Response& res, const HandlerEnv& env) {
+  RequestHold hold(env.model, static_cast<int64_t>(req.body.size()));
   CompletionRequest request = parse_completion_request(parse_json_body(req.body));
   PreparedPrompt prompt = prepare_completion(env.model, request);
+  hold.prepared(static_cast<int64_t>(prompt.tokens.size()));
   run(req, res, env, std::make_unique<OpenAiWriter>(env.model, ResponseFormatter::Kind::text, request.gen),
       "completions", request.gen, std::move(prompt), "prompt", send_error);
 }
 
 void handle_messages(const httplib::Request& req, httplib::Response& res, const HandlerEnv& env) {
+  RequestHold hold(env.model, static_cast<int64_t>(req.body.size()));
   AnthropicRequest request = parse_anthropic_request(parse_json_body(req.body));
   PreparedPrompt prompt = prepare_chat(env.model, request.chat);
+  hold.prepared(static_cast<int64_t>(prompt.tokens.size()));
   const auto n = static_cast<int64_t>(prompt.tokens.size());
   // The context must hold the prompt and one generated token; Claude Code compacts on exactly this message.
   if (n + 1 > env.model.context_tokens) throw prompt_too_long(n, env.model.context_tokens - 1);
@@ -402,8 +408,10 @@ void handle_messages(const httplib::Request& req, httplib::Response& res, const 
 }
 
 void handle_count_tokens(const httplib::Request& req, httplib::Response& res, const HandlerEnv& env) {
+  RequestHold hold(env.model, static_cast<int64_t>(req.body.size()));
   AnthropicRequest request = parse_anthropic_request(parse_json_body(req.body), /*count_tokens=*/true);
   PreparedPrompt prompt = prepare_chat(env.model, request.chat);
+  hold.prepared(static_cast<int64_t>(prompt.tokens.size()));
   env.metrics.count_request("count_tokens", "ok");
   res.set_content(chat::dump_json(Json{{"input_tokens", static_cast<int64_t>(prompt.tokens.size())}}),
                   "application/json");

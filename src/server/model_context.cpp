@@ -121,6 +121,24 @@ void check_model_name(const ModelContext& ctx, const std::string& requested) {
       "model");
 }
 
+// Bodies from this size up return their freed heap to the OS when they are done: each request worker's
+// malloc arena would otherwise keep its peak, and 16 workers' peaks add up far above the request budget.
+constexpr int64_t kTrimAfterBodyBytes = int64_t{64} << 10;
+
+RequestHold::RequestHold(const ModelContext& ctx, int64_t body_bytes) : body_bytes_(body_bytes) {
+  if (ctx.request_memory) ticket_ = ctx.request_memory->acquire(body_bytes);
+}
+
+void RequestHold::prepared(int64_t prompt_tokens) {
+  ticket_.shrink_to(body_bytes_ + prompt_tokens * static_cast<int64_t>(sizeof(int32_t)));
+  if (body_bytes_ >= kTrimAfterBodyBytes) return_memory_to_os();
+}
+
+RequestHold::~RequestHold() {
+  ticket_.release();
+  if (body_bytes_ >= kTrimAfterBodyBytes) return_memory_to_os();
+}
+
 PreparedPrompt prepare_chat(const ModelContext& ctx, const ChatRequest& request) {
   check_model_name(ctx, request.model);
   if (!ctx.chat_template)

@@ -13,6 +13,7 @@
 #include "engine/engine.h"
 #include "server/generation.h"
 #include "server/openai_request.h"
+#include "server/request_memory.h"
 #include "tokenizer/tokenizer.h"
 
 namespace keel::server {
@@ -32,6 +33,25 @@ struct ModelContext {
   // The engine keeps prompt checkpoints (keeps_prompt_checkpoints): chat prompts then carry their message
   // boundaries, found by rendering two more times. Other models can cut a cached state back anywhere.
   bool message_checkpoints = false;
+  // The request budget (request_memory.h) every generation and tokenize request acquires before it parses
+  // its body; nullptr: not counted (tests that build a context by hand).
+  RequestMemory* request_memory = nullptr;
+};
+
+// A request's hold on the request budget while it is parsed, rendered and tokenized. After preparation the
+// hold shrinks to what stays (the body the transport keeps and the token ids), and a large body's freed
+// heap goes back to the OS.
+class RequestHold {
+ public:
+  RequestHold(const ModelContext& ctx, int64_t body_bytes);
+  ~RequestHold();  // a large body's freed heap goes back to the OS, whatever the outcome
+  RequestHold(const RequestHold&) = delete;
+  RequestHold& operator=(const RequestHold&) = delete;
+  void prepared(int64_t prompt_tokens);
+
+ private:
+  RequestMemory::Ticket ticket_;
+  int64_t body_bytes_;
 };
 
 // A request ready for the engine.
