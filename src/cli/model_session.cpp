@@ -115,8 +115,9 @@ ModelSession open_session(const SessionOptions& o, bool need_tokenizer) {
   const int64_t total = memory_limit_bytes(o.memory_limit);
   const int64_t limit = total - o.held_back_bytes;
   if (limit <= 0)
-    throw_error(ErrorCode::out_of_memory, "--memory-limit {} leaves nothing for the model after {} held back",
-                format_bytes(total), format_bytes(o.held_back_bytes));
+    throw_error(ErrorCode::out_of_memory,
+                "--memory-limit {} ({} bytes) leaves nothing for the model after {} held back for requests",
+                format_bytes(total), total, format_bytes(o.held_back_bytes));
   s.pool = std::make_unique<MemoryPool>("cpu", limit);
   s.be = std::make_unique<CpuBackend>(*s.pool, o.threads);
   s.loaded = models::load_model(s.dir, *s.be);

@@ -150,7 +150,7 @@ int64_t check_fits(Model& model, MemoryPool& pool, int64_t ctx) {
     throw_error(
         ErrorCode::out_of_memory,
         "the model does not fit the memory limit: {} loaded + {} for one sequence's state + {} for one step "
-        "= {}, but the limit is {} (raise --memory-limit, or free memory)",
+        "= {}, but the limit is {} (--memory-limit less the request budget; raise it, or free memory)",
         format_bytes(loaded), format_bytes(state), format_bytes(step), format_bytes(loaded + state + step),
         format_bytes(limit));
   auto fits = [&](int64_t n) {

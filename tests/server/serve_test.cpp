@@ -79,15 +79,19 @@ TEST(Serve, MemoryLimitTooSmallRefusesToStartWithTheNumbers) {
   std::string log = failing_start({"--model", parrot_model("text"), "--memory-limit", "64KiB"});
   EXPECT_NE(log.find("65536"), std::string::npos) << log;
   EXPECT_NE(log.find("--memory-limit"), std::string::npos) << log;
-  // The weights fit (1,088,592-byte file), one sequence and one step do not: refused before serving.
-  log = failing_start({"--model", parrot_model("text"), "--memory-limit", "1100000"});
+  // The weights fit (1,088,592-byte file), one sequence and one step do not: refused before serving. The
+  // engine's share is the limit less the request budget (16 MiB at least): 1,100,000 bytes here.
+  log = failing_start(
+      {"--model", parrot_model("text"), "--memory-limit", std::to_string(1100000 + (16 << 20))});
   EXPECT_NE(log.find("one sequence"), std::string::npos) << log;
   EXPECT_NE(log.find("1.05 MiB"), std::string::npos) << "the limit, in the message: " << log;
 }
 
 TEST(Serve, ModelsReportsTheContextMemoryAllows) {
   // Weights 1.04 MiB; the limit leaves room for a few hundred tokens of KV, far fewer than --ctx-size.
-  KeelServe s({"--model", parrot_model("text"), "--ctx-size", "65536", "--memory-limit", "1500000"});
+  // (The engine's share: --memory-limit less the request budget of 16 MiB.)
+  KeelServe s({"--model", parrot_model("text"), "--ctx-size", "65536", "--memory-limit",
+               std::to_string(1500000 + (16 << 20))});
   ASSERT_TRUE(s.ready) << s.log();
   Json j = Json::parse(s.client().Get("/v1/models")->body);
   int64_t usable = j["data"][0]["context_length"];
