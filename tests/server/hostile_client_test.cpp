@@ -44,7 +44,7 @@ TEST(HostileClient, HalfCloseIsNotAHangUp) {
   sockaddr_in peer{};
   len = sizeof(peer);
   ::getpeername(served, reinterpret_cast<sockaddr*>(&peer), &len);
-  server::ClientConnection conn("127.0.0.1", ntohs(peer.sin_port), "127.0.0.1", port);
+  server::ClientConnection conn(served);
   ASSERT_TRUE(conn.found());
   EXPECT_FALSE(conn.closed());
   EXPECT_FALSE(conn.half_closed());
