@@ -270,6 +270,10 @@ void HttpServer::bind_and_listen() {
   port_ = impl_->transport->port();
 }
 
+size_t HttpServer::open_connections() const {
+  return impl_->transport ? impl_->transport->open_connections() : 0;
+}
+
 void HttpServer::stop() {
   if (!impl_->transport) return;
   stopping_.store(true);

@@ -57,6 +57,7 @@ class HttpServer {
   void set_model(const ModelContext* ctx);
   void stop();
   ServerMetrics& metrics() { return metrics_; }
+  size_t open_connections() const;  // accepted and not yet closed
 
  private:
   struct Impl;

@@ -74,6 +74,8 @@ class RawHttp {
   // Reads the status line and headers (keys lower-cased); false on timeout or a closed connection.
   bool read_headers(int timeout_ms = 30000) {
     auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    done_ = false;  // a keep-alive connection's next response
+    headers.clear();
     while (raw_.find("\r\n\r\n") == std::string::npos) {
       if (!fill(deadline)) return false;
     }
@@ -122,6 +124,16 @@ class RawHttp {
       if (!read_body_some(100) && (done_ || closed_)) break;
     }
     return body;
+  }
+
+  // Waits until the server closes the connection (EOF or reset), discarding what arrives; false on timeout.
+  bool wait_closed(int timeout_ms) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    while (!closed_) {
+      if (!fill(deadline) && !closed_) return false;
+      raw_.clear();
+    }
+    return true;
   }
 
   bool body_done() const { return done_; }
@@ -192,6 +204,10 @@ struct HttpReply {
   int status = 0;
   std::map<std::string, std::string> headers;  // keys lower-cased
   std::string body;
+  bool has_header(std::string key) const {
+    std::transform(key.begin(), key.end(), key.begin(), [](unsigned char c) { return std::tolower(c); });
+    return headers.count(key) > 0;
+  }
   std::string get_header_value(std::string key) const {
     std::transform(key.begin(), key.end(), key.begin(), [](unsigned char c) { return std::tolower(c); });
     auto it = headers.find(key);
