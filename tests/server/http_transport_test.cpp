@@ -107,6 +107,17 @@ TEST(HttpTransport, ErrorsOnAnthropicPathsAreInItsShape) {
   Json j = Json::parse(conn.read_body(2000));
   EXPECT_EQ(j["type"], "error") << j.dump();
   EXPECT_TRUE(j["error"]["type"].is_string()) << j.dump();
+
+  HarnessOptions o;
+  o.server.max_header_bytes = 1024;
+  InProcessServer small(o);
+  RawHttp big(small.port());
+  ASSERT_TRUE(big.send_raw("POST /v1/messages HTTP/1.1\r\nHost: x\r\nX-Pad: " + std::string(2000, 'p') +
+                           "\r\nContent-Length: 2\r\n\r\n{}"));
+  ASSERT_TRUE(big.read_headers(2000));
+  EXPECT_EQ(big.status, 431);
+  Json k = Json::parse(big.read_body(2000));
+  EXPECT_EQ(k["type"], "error") << k.dump();
 }
 
 TEST(HttpTransport, ATricklingHeadAndAStalledBodyAreCutAtTheirDeadlines) {

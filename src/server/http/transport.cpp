@@ -13,6 +13,7 @@
 #include <condition_variable>
 #include <deque>
 #include <future>
+#include <limits>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -259,7 +260,9 @@ class Session : public std::enable_shared_from_this<Session> {
     path_.clear();
     parser_.emplace();
     parser_->header_limit(static_cast<uint32_t>(std::min<size_t>(t_.options.max_header_bytes, UINT32_MAX)));
-    parser_->body_limit(t_.options.max_body_bytes);
+    // on_head checks Content-Length itself, knowing the path (the error's dialect); boost::none would refuse
+    // every length.
+    parser_->body_limit(std::numeric_limits<std::uint64_t>::max());
     if (t_.stopping) return close();
     if (!after_response || buffer_.size() > 0) return read_head();
     // Idle between requests: wait for the next one's first byte.
@@ -293,6 +296,7 @@ class Session : public std::enable_shared_from_this<Session> {
       return fail(
           413, "body_too_large",
           fmt::format("the request body is {} bytes; the limit is {}", *length, t_.options.max_body_bytes));
+    parser_->body_limit(t_.options.max_body_bytes);  // a chunked body
     const auto verb = h.method();
     if (!length && !parser_->chunked() &&
         (verb == bhttp::verb::post || verb == bhttp::verb::put || verb == bhttp::verb::patch))
@@ -321,7 +325,10 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void read_failed(error_code ec, bool in_head) {
-    if (path_.empty()) path_ = path_of(target_of(buffer_));
+    if (path_.empty() && parser_) {  // the start line may have parsed (and left the buffer) before the error
+      std::string target(parser_->get().target());
+      path_ = path_of(target.empty() ? target_of(buffer_) : target);
+    }
     if (timed_out_) {
       if (in_head && buffer_.size() == 0) return close();  // nothing was sent: nobody to answer
       return fail(
