@@ -156,7 +156,7 @@ TEST(HttpTransport, ATricklingHeadAndAStalledBodyAreCutAtTheirDeadlines) {
   }
 }
 
-TEST(HttpTransport, KeepAliveIsReusedThenClosedWhenIdle) {
+TEST(HttpTransport, KeepAliveIsReusedPipelinedThenClosedWhenIdle) {
   HarnessOptions o;
   o.server.idle_timeout = std::chrono::milliseconds(800);
   InProcessServer srv(o);
@@ -168,6 +168,16 @@ TEST(HttpTransport, KeepAliveIsReusedThenClosedWhenIdle) {
     EXPECT_EQ(Json::parse(conn.read_body(2000))["status"], "ok");
     conn.body.clear();
   }
+  // Two requests in one write (pipelined): two answers, in order.
+  ASSERT_TRUE(
+      conn.send_raw("GET /health HTTP/1.1\r\nHost: x\r\n\r\nGET /nowhere HTTP/1.1\r\nHost: x\r\n\r\n"));
+  ASSERT_TRUE(conn.read_headers(2000));
+  EXPECT_EQ(conn.status, 200);
+  conn.read_body(2000);
+  conn.body.clear();
+  ASSERT_TRUE(conn.read_headers(2000));
+  EXPECT_EQ(conn.status, 404);
+  conn.read_body(2000);
   auto t0 = now();
   EXPECT_TRUE(conn.wait_closed(3000)) << "an idle keep-alive connection is closed after its timeout";
   double ms = Ms(now() - t0).count();

@@ -264,6 +264,7 @@ class Session : public std::enable_shared_from_this<Session> {
     // every length.
     parser_->body_limit(std::numeric_limits<std::uint64_t>::max());
     if (t_.stopping) return close();
+    if (buffer_.size() == 0) buffer_.shrink_to_fit();  // an idle connection keeps no buffer from a large request
     if (!after_response || buffer_.size() > 0) return read_head();
     // Idle between requests: wait for the next one's first byte.
     arm(t_.options.idle_timeout, "idle");
