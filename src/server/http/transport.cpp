@@ -264,12 +264,16 @@ class Session : public std::enable_shared_from_this<Session> {
     // every length.
     parser_->body_limit(std::numeric_limits<std::uint64_t>::max());
     if (t_.stopping) return close();
-    if (buffer_.size() == 0) buffer_.shrink_to_fit();  // an idle connection keeps no buffer from a large request
+    if (buffer_.size() == 0)
+      buffer_.shrink_to_fit();  // an idle connection keeps no buffer from a large request
     if (!after_response || buffer_.size() > 0) return read_head();
-    // Idle between requests: wait for the next one's first byte.
+    // Idle between requests: wait for the next one's first bytes. A real read, not async_wait(wait_read):
+    // that can wake on a stale readiness event with nothing to read, which would start the head's deadline
+    // early.
     arm(t_.options.idle_timeout, "idle");
-    socket_.async_wait(tcp::socket::wait_read, [self = shared_from_this()](error_code ec) {
-      if (ec || self->timed_out_) return self->close();
+    socket_.async_read_some(buffer_.prepare(1024), [self = shared_from_this()](error_code ec, size_t n) {
+      if (ec || self->timed_out_) return self->close();  // EOF, a reset, the idle timeout, or stop()
+      self->buffer_.commit(n);
       self->read_head();
     });
   }
