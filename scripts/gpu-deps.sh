@@ -7,9 +7,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PKGS=(nlohmann-json3-dev libcli11-dev libfmt-dev libfmt9 libspdlog-dev libspdlog1.10
-      libpcre2-dev libpcre2-8-0 libutf8proc-dev libutf8proc2 libcpp-httplib-dev libcpp-httplib0.11
-      libgtest-dev googletest libbenchmark-dev libbenchmark1debian
-      libssl-dev libssl3 zlib1g-dev zlib1g libbrotli-dev libbrotli1)
+      libpcre2-dev libpcre2-8-0 libutf8proc-dev libutf8proc2 libboost1.74-dev
+      libgtest-dev googletest libbenchmark-dev libbenchmark1debian)
 case "${1:-}" in
   download)
     mkdir -p .deps/debs

@@ -5,7 +5,7 @@ set -euo pipefail
 PKGS=(
   build-essential cmake ninja-build pkg-config
   nlohmann-json3-dev libcli11-dev libfmt-dev libspdlog-dev
-  libpcre2-dev libutf8proc-dev libcpp-httplib-dev
+  libpcre2-dev libutf8proc-dev libboost1.74-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-jinja2
   clang-14 libclang-rt-14-dev clang-format

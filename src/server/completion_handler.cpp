@@ -10,14 +10,14 @@
 
 namespace keel::server {
 
-void send_error(httplib::Response& res, const ApiError& error) {
+void send_error(http::Response& res, const ApiError& error) {
   res.status = error.status();
   if (error.retry_after_seconds() > 0)
     res.set_header("Retry-After", std::to_string(error.retry_after_seconds()));
   res.set_content(chat::dump_json(error.to_json()), "application/json");
 }
 
-void send_anthropic_error(httplib::Response& res, const ApiError& error) {
+void send_anthropic_error(http::Response& res, const ApiError& error) {
   res.status = error.status();
   if (error.retry_after_seconds() > 0)
     res.set_header("Retry-After", std::to_string(error.retry_after_seconds()));
@@ -188,7 +188,7 @@ class Responder {
  public:
   Responder(const HandlerEnv& env, std::unique_ptr<ResponseWriter> writer, const char* endpoint, bool stream,
             std::optional<chat::ParserOptions> parser, int64_t prompt_tokens, Submitted submitted,
-            std::shared_ptr<ClientConnection> conn, Update first)
+            std::shared_ptr<const ClientConnection> conn, Update first)
       : env_(env),
         writer_(std::move(writer)),
         endpoint_(endpoint),
@@ -205,8 +205,8 @@ class Responder {
     submitted_.cancelled->store(true);
   }
 
-  // The content provider: runs until the generation ends or the client goes away.
-  bool provide(httplib::DataSink& out) {
+  // The streamed body: runs until the generation ends or the client goes away.
+  bool provide(http::BodyWriter& out) {
     out_ = &out;
     Update pending = std::move(carry_);
     if (!write(writer_->start(prompt_tokens_, pending.cached_tokens))) return client_gone();
@@ -230,7 +230,6 @@ class Responder {
         if (!write(writer_->keepalive(pending.prefill_done, pending.prefill_total))) return client_gone();
       }
     }
-    out.done();
     return true;
   }
 
@@ -238,7 +237,7 @@ class Responder {
   bool write(const std::string& s) {
     if (s.empty()) return true;
     last_write_ = Clock::now();
-    return out_->write(s.data(), s.size());
+    return out_->write(s);
   }
 
   bool client_gone() {
@@ -306,10 +305,10 @@ class Responder {
   std::optional<chat::OutputParser> parser_;
   int64_t prompt_tokens_;
   Submitted submitted_;
-  std::shared_ptr<ClientConnection> conn_;
+  std::shared_ptr<const ClientConnection> conn_;
   bool probed_half_close_ = false;
   Update carry_;
-  httplib::DataSink* out_ = nullptr;
+  http::BodyWriter* out_ = nullptr;
   Clock::time_point last_write_ = Clock::now();
   int64_t cached_tokens_ = 0;
   std::string text_;                    // non-stream: the whole output
@@ -320,7 +319,7 @@ class Responder {
 // Submits the prepared request and waits, before any header, until it holds a slot and its first step ran
 // (or it failed: 503 / 400 as real status codes). Returns what was heard, or nullopt when the response is
 // already decided (an error sent, or the client gone).
-std::optional<Update> admit(httplib::Response& res, const HandlerEnv& env, const char* endpoint,
+std::optional<Update> admit(http::Response& res, const HandlerEnv& env, const char* endpoint,
                             Submitted& submitted, const ClientConnection& conn, ErrorSender send) {
   Update heard;
   while (!heard.started && !heard.finished) {
@@ -345,7 +344,7 @@ std::optional<Update> admit(httplib::Response& res, const HandlerEnv& env, const
 
 // The request life both dialects share, once the request is prepared: submit, admit, then stream or answer
 // through `writer`.
-void run(const httplib::Request& req, httplib::Response& res, const HandlerEnv& env,
+void run(const http::Request& req, http::Response& res, const HandlerEnv& env,
          std::unique_ptr<ResponseWriter> writer, const char* endpoint, const GenerationOptions& gen,
          PreparedPrompt prompt, const char* prompt_param, ErrorSender send) {
   int64_t prompt_tokens = static_cast<int64_t>(prompt.tokens.size());
@@ -354,8 +353,7 @@ void run(const httplib::Request& req, httplib::Response& res, const HandlerEnv& 
   spdlog::info("{} from {}:{}: prompt {} tokens, max_tokens {}, {}", endpoint, req.remote_addr,
                req.remote_port, prompt_tokens, gen.max_tokens ? std::to_string(*gen.max_tokens) : "-",
                gen.stream ? "stream" : "json");
-  auto conn =
-      std::make_shared<ClientConnection>(req.remote_addr, req.remote_port, req.local_addr, req.local_port);
+  std::shared_ptr<const ClientConnection> conn = req.connection;
   std::optional<Update> heard = admit(res, env, endpoint, submitted, *conn, send);
   if (!heard) return;
   const char* content_type = writer->content_type();
@@ -364,14 +362,12 @@ void run(const httplib::Request& req, httplib::Response& res, const HandlerEnv& 
                                   prompt_tokens, std::move(submitted), std::move(conn), std::move(*heard));
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");  // proxies must not hold back the stream
-  res.set_chunked_content_provider(
-      content_type, [responder](size_t, httplib::DataSink& out) { return responder->provide(out); },
-      [responder](bool) {});
+  res.set_stream(content_type, [responder](http::BodyWriter& out) { return responder->provide(out); });
 }
 
 }  // namespace
 
-void handle_chat_completions(const httplib::Request& req, httplib::Response& res, const HandlerEnv& env) {
+void handle_chat_completions(const http::Request& req, http::Response& res, const HandlerEnv& env) {
   RequestHold hold(env.model, static_cast<int64_t>(req.body.size()));
   ChatRequest request = parse_chat_request(parse_json_body(req.body));
   PreparedPrompt prompt = prepare_chat(env.model, request);
@@ -380,7 +376,7 @@ void handle_chat_completions(const httplib::Request& req, httplib::Response& res
       "chat", request.gen, std::move(prompt), "messages", send_error);
 }
 
-void handle_completions(const httplib::Request& req, httplib::Response& res, const HandlerEnv& env) {
+void handle_completions(const http::Request& req, http::Response& res, const HandlerEnv& env) {
   RequestHold hold(env.model, static_cast<int64_t>(req.body.size()));
   CompletionRequest request = parse_completion_request(parse_json_body(req.body));
   PreparedPrompt prompt = prepare_completion(env.model, request);
@@ -389,7 +385,7 @@ void handle_completions(const httplib::Request& req, httplib::Response& res, con
       "completions", request.gen, std::move(prompt), "prompt", send_error);
 }
 
-void handle_messages(const httplib::Request& req, httplib::Response& res, const HandlerEnv& env) {
+void handle_messages(const http::Request& req, http::Response& res, const HandlerEnv& env) {
   RequestHold hold(env.model, static_cast<int64_t>(req.body.size()));
   AnthropicRequest request = parse_anthropic_request(parse_json_body(req.body));
   PreparedPrompt prompt = prepare_chat(env.model, request.chat);
@@ -407,7 +403,7 @@ void handle_messages(const httplib::Request& req, httplib::Response& res, const 
   }
 }
 
-void handle_count_tokens(const httplib::Request& req, httplib::Response& res, const HandlerEnv& env) {
+void handle_count_tokens(const http::Request& req, http::Response& res, const HandlerEnv& env) {
   RequestHold hold(env.model, static_cast<int64_t>(req.body.size()));
   AnthropicRequest request = parse_anthropic_request(parse_json_body(req.body), /*count_tokens=*/true);
   PreparedPrompt prompt = prepare_chat(env.model, request.chat);

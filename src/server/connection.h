@@ -1,18 +1,16 @@
-// Noticing that a client went away while its request waits or generates. cpp-httplib 0.11 gives a handler no
-// socket, so the handler finds its connection's socket by its two addresses (the peer's and ours, which
-// identify one TCP connection); the socket stays open for as long as the handler runs, on the handler's
-// thread.
+// Noticing that a client went away while its request waits or generates. The transport hands each request the
+// connection's socket; while the request runs the transport does not read from it (the next request waits in
+// the kernel), so a poll() on it sees only the peer's FIN or reset. The socket stays open until the request's
+// worker is done with it (the transport closes a connection only when no request holds it), so the
+// descriptor cannot be reused under the poll.
 #pragma once
-#include <string>
 
 namespace keel::server {
 
 class ClientConnection {
  public:
-  // The accepted socket whose peer is remote_addr:remote_port and whose local end is local_addr:local_port;
-  // when none is found (an unusual platform), closed() always answers false.
-  ClientConnection(const std::string& remote_addr, int remote_port, const std::string& local_addr,
-                   int local_port);
+  // The accepted socket `fd` (not owned); −1: no socket, closed() always answers false.
+  explicit ClientConnection(int fd) : fd_(fd) {}
   // True once the connection is gone: reset, or closed both ways (POLLHUP/POLLERR). Data the client may have
   // pipelined does not count. Cheap: one poll() with a zero timeout.
   //

@@ -3,9 +3,11 @@
 #include <spdlog/spdlog.h>
 
 #include <csignal>
+#include <map>
 
 #include "chat/parsers/json_tool_calls.h"
 #include "server/completion_handler.h"
+#include "server/http/transport.h"
 
 namespace keel::server {
 
@@ -27,7 +29,7 @@ bool constant_time_equal(std::string_view a, std::string_view b) {
   return diff == 0;
 }
 
-void send_json(httplib::Response& res, const Json& body, int status = 200) {
+void send_json(http::Response& res, const Json& body, int status = 200) {
   res.status = status;
   res.set_content(chat::dump_json(body), "application/json");
 }
@@ -43,7 +45,7 @@ const char* outcome_of(const ApiError& e) {
 }
 
 // An error in the dialect of the request's path.
-void send_error_for(const httplib::Request& req, httplib::Response& res, const ApiError& e) {
+void send_error_for(const http::Request& req, http::Response& res, const ApiError& e) {
   if (is_anthropic_path(req.path))
     send_anthropic_error(res, e);
   else
@@ -52,14 +54,14 @@ void send_error_for(const httplib::Request& req, httplib::Response& res, const A
 
 // The key a client sent: "Authorization: Bearer <key>" (OpenAI clients, Claude Code's ANTHROPIC_AUTH_TOKEN)
 // or "x-api-key: <key>" (Anthropic clients, ANTHROPIC_API_KEY).
-std::string given_api_key(const httplib::Request& req) {
-  std::string auth = req.get_header_value("Authorization");
+std::string given_api_key(const http::Request& req) {
+  std::string auth = req.header("Authorization");
   if (auth.size() > 7 && (auth.compare(0, 7, "Bearer ") == 0 || auth.compare(0, 7, "bearer ") == 0))
     return auth.substr(7);
-  return req.get_header_value("X-Api-Key");
+  return req.header("X-Api-Key");
 }
 
-void serve_models(const httplib::Request&, httplib::Response& res, const ModelContext& m) {
+void serve_models(const http::Request&, http::Response& res, const ModelContext& m) {
   int64_t limit = m.engine->model().context_limit();
   Json entry = {
       {"id", m.model_id},
@@ -73,7 +75,7 @@ void serve_models(const httplib::Request&, httplib::Response& res, const ModelCo
   send_json(res, Json{{"object", "list"}, {"data", Json::array({entry})}});
 }
 
-void serve_tokenize(const httplib::Request& req, httplib::Response& res, const ModelContext& m) {
+void serve_tokenize(const http::Request& req, http::Response& res, const ModelContext& m) {
   Json body = parse_json_body(req.body);
   if (!body.is_object() || !body.contains("content") || !body["content"].is_string())
     throw_invalid("content", "'content' must be a string");
@@ -93,7 +95,7 @@ void serve_tokenize(const httplib::Request& req, httplib::Response& res, const M
   send_json(res, Json{{"tokens", std::move(tokens)}});
 }
 
-void serve_detokenize(const httplib::Request& req, httplib::Response& res, const ModelContext& m) {
+void serve_detokenize(const http::Request& req, http::Response& res, const ModelContext& m) {
   Json body = parse_json_body(req.body);
   if (!body.is_object() || !body.contains("tokens") || !body["tokens"].is_array())
     throw_invalid("tokens", "'tokens' must be an array of token ids");
@@ -109,8 +111,13 @@ void serve_detokenize(const httplib::Request& req, httplib::Response& res, const
 
 }  // namespace
 
+using Route = std::function<void(const http::Request&, http::Response&)>;
+
 struct HttpServer::Impl {
-  httplib::Server http;
+  std::map<std::string, std::map<std::string, Route>> routes;  // path -> method -> handler
+  std::unique_ptr<http::Transport> transport;
+
+  void add(const char* method, const char* path, Route r) { routes[path][method] = std::move(r); }
 };
 
 HttpServer::HttpServer(ServerOptions options)
@@ -127,85 +134,51 @@ void HttpServer::set_model(const ModelContext* ctx) {
 void HttpServer::start() {
   // A client that closes its socket mid-write must cost one request, not the process.
   std::signal(SIGPIPE, SIG_IGN);
-  configure_transport();
-  install_guards();
   install_api_routes();
   install_service_routes();
   bind_and_listen();
 }
 
-void HttpServer::configure_transport() {
-  httplib::Server& http = impl_->http;
-  const int threads = http_worker_threads(options_.parallel);
-  http.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
-  http.set_payload_max_length(options_.max_body_bytes);
-  http.set_read_timeout(60);   // a slow client uploading a large prompt
-  http.set_write_timeout(30);  // a client that stops reading its stream
-  // An idle keep-alive connection holds a worker, and cpp-httplib notices stop() only when this wait ends.
-  http.set_keep_alive_timeout(5);
-  http.set_keep_alive_max_count(1000);
-  http.set_tcp_nodelay(true);  // stream chunks leave at once
-}
-
-void HttpServer::install_guards() {
-  httplib::Server& http = impl_->http;
-  http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    size_t header_bytes = 0;
-    for (const auto& [k, v] : req.headers) header_bytes += k.size() + v.size() + 4;
-    if (header_bytes > options_.max_header_bytes) {
-      send_error_for(req, res,
-                     ApiError(431, "headers_too_large",
-                              fmt::format("request headers take {} bytes; the limit is {}", header_bytes,
-                                          options_.max_header_bytes)));
-      return httplib::Server::HandlerResponse::Handled;
+void HttpServer::serve(const http::Request& req, http::Response& res) {
+  try {
+    if (!options_.api_key.empty() && req.path != "/health" && req.path != "/v1/health") {
+      std::string given = given_api_key(req);
+      if (!constant_time_equal(given, options_.api_key)) {
+        metrics_.count_request("auth", "unauthorized");
+        throw ApiError(401, "invalid_api_key",
+                       given.empty()
+                           ? "an API key is required: send Authorization: Bearer <key> or x-api-key: <key>"
+                           : "the API key is not valid");
+      }
     }
-    if (options_.api_key.empty() || req.path == "/health" || req.path == "/v1/health")
-      return httplib::Server::HandlerResponse::Unhandled;
-    std::string given = given_api_key(req);
-    if (!constant_time_equal(given, options_.api_key)) {
-      metrics_.count_request("auth", "unauthorized");
-      send_error_for(
-          req, res,
-          ApiError(401, "invalid_api_key",
-                   given.empty()
-                       ? "an API key is required: send Authorization: Bearer <key> or x-api-key: <key>"
-                       : "the API key is not valid"));
-      return httplib::Server::HandlerResponse::Handled;
-    }
-    return httplib::Server::HandlerResponse::Unhandled;
-  });
-
-  http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
-    if (!res.body.empty()) return;
-    if (res.status == 404)
-      send_error_for(req, res,
-                     ApiError(404, "not_found", fmt::format("no endpoint {} {}", req.method, req.path)));
-    else if (res.status == 413)
-      send_error_for(req, res,
-                     ApiError(413, "body_too_large", "the request body is larger than this server accepts"));
-    else
-      send_error_for(req, res, ApiError(res.status, "http_error", fmt::format("HTTP error {}", res.status)));
-  });
-
-  http.set_exception_handler([](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
-    try {
-      std::rethrow_exception(ep);
-    } catch (const ApiError& e) {
+    auto path = impl_->routes.find(req.path);
+    if (path == impl_->routes.end())
+      throw ApiError(404, "not_found", fmt::format("no endpoint {} {}", req.method, req.path));
+    auto route = path->second.find(req.method);
+    if (route == path->second.end()) {
+      std::string allow;
+      for (const auto& [method, r] : path->second) allow += (allow.empty() ? "" : ", ") + method;
+      ApiError e(405, "method_not_allowed", fmt::format("{} takes {}, not {}", req.path, allow, req.method));
       send_error_for(req, res, e);
-    } catch (const Error& e) {
-      send_error_for(req, res, api_error_from(e));
-    } catch (const std::exception& e) {
-      spdlog::error("request failed: {}", e.what());
-      send_error_for(req, res, ApiError(500, "internal_error", e.what()));
+      res.set_header("Allow", allow);
+      return;
     }
-  });
+    route->second(req, res);
+  } catch (const ApiError& e) {
+    send_error_for(req, res, e);
+  } catch (const Error& e) {
+    send_error_for(req, res, api_error_from(e));
+  } catch (const std::exception& e) {
+    spdlog::error("request failed: {}", e.what());
+    send_error_for(req, res, ApiError(500, "internal_error", e.what()));
+  }
 }
 
 void HttpServer::install_api_routes() {
-  httplib::Server& http = impl_->http;
+  Impl& r = *impl_;
   // Each API handler needs the model; ApiError and keel::Error become error bodies in the endpoint's dialect.
   auto api = [this](const char* endpoint, ErrorSender send, auto body) {
-    return [this, endpoint, send, body](const httplib::Request& req, httplib::Response& res) {
+    return [this, endpoint, send, body](const http::Request& req, http::Response& res) {
       const ModelContext* model = model_.load();
       auto fail = [&](const ApiError& e) {
         metrics_.count_request(endpoint, outcome_of(e));
@@ -225,7 +198,7 @@ void HttpServer::install_api_routes() {
     };
   };
   auto handler = [this](auto fn) {
-    return [this, fn](const httplib::Request& req, httplib::Response& res, const ModelContext& m) {
+    return [this, fn](const http::Request& req, http::Response& res, const ModelContext& m) {
       fn(req, res, HandlerEnv{m, metrics_, options_, stopping_});
     };
   };
@@ -238,27 +211,27 @@ void HttpServer::install_api_routes() {
   auto tokenize = api("tokenize", send_error, serve_tokenize);
   auto detokenize = api("detokenize", send_error, serve_detokenize);
 
-  for (const char* path : {"/v1/chat/completions", "/chat/completions"}) http.Post(path, chat);
-  for (const char* path : {"/v1/completions", "/completions"}) http.Post(path, completions);
+  for (const char* path : {"/v1/chat/completions", "/chat/completions"}) r.add("POST", path, chat);
+  for (const char* path : {"/v1/completions", "/completions"}) r.add("POST", path, completions);
   // Claude Code appends ?beta=true; the query is not part of the route.
-  http.Post("/v1/messages", messages);
-  http.Post("/v1/messages/count_tokens", count_tokens);
-  for (const char* path : {"/v1/models", "/models"}) http.Get(path, models);
-  http.Post("/tokenize", tokenize);
-  http.Post("/detokenize", detokenize);
+  r.add("POST", "/v1/messages", messages);
+  r.add("POST", "/v1/messages/count_tokens", count_tokens);
+  for (const char* path : {"/v1/models", "/models"}) r.add("GET", path, models);
+  r.add("POST", "/tokenize", tokenize);
+  r.add("POST", "/detokenize", detokenize);
 }
 
 void HttpServer::install_service_routes() {
-  httplib::Server& http = impl_->http;
+  Impl& r = *impl_;
   for (const char* path : {"/health", "/v1/health"}) {
-    http.Get(path, [this](const httplib::Request&, httplib::Response& res) {
+    r.add("GET", path, [this](const http::Request&, http::Response& res) {
       if (model_.load())
         send_json(res, Json{{"status", "ok"}});
       else
         send_error(res, loading_error());
     });
   }
-  http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+  r.add("GET", "/metrics", [this](const http::Request&, http::Response& res) {
     if (!options_.metrics) {
       send_error(res, ApiError(501, "not_enabled", "metrics are off: start keel serve with --metrics"));
       return;
@@ -271,29 +244,40 @@ void HttpServer::install_service_routes() {
 }
 
 void HttpServer::bind_and_listen() {
-  httplib::Server& http = impl_->http;
-  if (options_.port == 0) {
-    port_ = http.bind_to_any_port(options_.host);
-    if (port_ <= 0) throw_error(ErrorCode::invalid_argument, "cannot listen on {} (any port)", options_.host);
-  } else {
-    if (!http.bind_to_port(options_.host, options_.port))
-      throw_error(
-          ErrorCode::invalid_argument,
-          "cannot listen on {}:{}: the address is in use or not available (try another --port or --host)",
-          options_.host, options_.port);
-    port_ = options_.port;
-  }
-  thread_ = std::thread([this] { impl_->http.listen_after_bind(); });
-  // httplib's stop() is a no-op until the listen loop runs: wait for it, so a stop() right after start()
-  // works.
-  while (!impl_->http.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  http::TransportOptions t;
+  t.host = options_.host;
+  t.port = options_.port;
+  t.max_body_bytes = options_.max_body_bytes;
+  t.max_header_bytes = options_.max_header_bytes;
+  t.workers = http_worker_threads(options_.parallel);
+  t.idle_timeout = options_.idle_timeout;
+  t.head_timeout = options_.head_timeout;
+  t.body_timeout = options_.body_timeout;
+  t.write_timeout = options_.write_timeout;
+  // The transport's own errors (malformed or oversized requests, timeouts) in the path's dialect.
+  auto errors = [](int status, const std::string& code, const std::string& message, std::string_view path) {
+    http::Response res;
+    ApiError e(status, code, message);
+    if (is_anthropic_path(std::string(path)))
+      send_anthropic_error(res, e);
+    else
+      send_error(res, e);
+    return res;
+  };
+  impl_->transport = std::make_unique<http::Transport>(
+      t, [this](const http::Request& req, http::Response& res) { serve(req, res); }, errors);
+  impl_->transport->start();
+  port_ = impl_->transport->port();
+}
+
+size_t HttpServer::open_connections() const {
+  return impl_->transport ? impl_->transport->open_connections() : 0;
 }
 
 void HttpServer::stop() {
-  if (!thread_.joinable()) return;
+  if (!impl_->transport) return;
   stopping_.store(true);
-  impl_->http.stop();
-  thread_.join();
+  impl_->transport->stop();
 }
 
 }  // namespace keel::server

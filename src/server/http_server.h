@@ -1,15 +1,16 @@
-// The HTTP transport: cpp-httplib routes for the OpenAI-compatible API and the Anthropic Messages API, the
-// API key (Authorization: Bearer or x-api-key), size limits, and a worker pool sized so long streams never
-// starve new connections. The server listens before the model is loaded: /health answers 503 until
-// set_model(), then 200.
+// The HTTP server: routes for the OpenAI-compatible API and the Anthropic Messages API, the API key
+// (Authorization: Bearer or x-api-key) and error bodies in each path's dialect, over keel's event-driven
+// transport (http/transport.h: Boost.Asio + Beast; idle connections hold no worker, malformed requests get
+// their 4xx at once). The server listens before the model is loaded: /health answers 503 until set_model(),
+// then 200.
 #pragma once
 #include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <memory>
 #include <string>
-#include <thread>
 
+#include "server/http/message.h"
 #include "server/metrics.h"
 #include "server/model_context.h"
 
@@ -22,15 +23,22 @@ struct ServerOptions {
   int parallel = 1;                            // --parallel; sizes the worker pool
   bool metrics = false;                        // --metrics: serve GET /metrics
   size_t max_body_bytes = size_t{64} << 20;    // larger bodies get 413
-  size_t max_header_bytes = size_t{64} << 10;  // all headers together; larger get 431
+  size_t max_header_bytes = size_t{64} << 10;  // the request line and headers together; larger get 431
+  // Transport deadlines (http/transport.h): a keep-alive connection idle between requests is closed; a head
+  // must arrive whole within head_timeout (slowloris); a body that stalls, or a write that does not reach the
+  // socket, ends the connection.
+  std::chrono::milliseconds idle_timeout{60000};
+  std::chrono::milliseconds head_timeout{10000};
+  std::chrono::milliseconds body_timeout{30000};
+  std::chrono::milliseconds write_timeout{30000};
   // Keep-alives (SSE comments, or whitespace before a JSON body) when nothing was written for this long.
   std::chrono::milliseconds keepalive_interval{2000};
   // How often a waiting handler checks whether its client went away.
   std::chrono::milliseconds poll_interval{50};
 };
 
-// Worker threads: every request waiting or generating holds one, so the pool is much larger than --parallel
-// (cpp-httplib's default is 8, which 8 open streams would exhaust).
+// Request workers: every request waiting or generating holds one (idle connections hold none), so the pool is
+// much larger than --parallel.
 int http_worker_threads(int parallel);
 
 class HttpServer {
@@ -40,7 +48,8 @@ class HttpServer {
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
 
-  // Binds host:port (throws Error(invalid_argument) naming them when it cannot) and serves on its own thread.
+  // Binds host:port (throws Error(invalid_argument) naming them when it cannot) and serves on its own
+  // threads.
   void start();
   int port() const { return port_; }
   // The model is loaded: the API answers from now on. `ctx` must outlive the server (or a
@@ -48,22 +57,22 @@ class HttpServer {
   void set_model(const ModelContext* ctx);
   void stop();
   ServerMetrics& metrics() { return metrics_; }
+  size_t open_connections() const;  // accepted and not yet closed
 
  private:
   struct Impl;
   // The pieces of start(), in order.
-  void configure_transport();
-  void install_guards();  // header size, API key, error bodies (each in its path's dialect)
   void install_api_routes();
   void install_service_routes();  // health, metrics
   void bind_and_listen();
+  // Every complete request, on a request worker: the API key, the route, error bodies in the path's dialect.
+  void serve(const http::Request& req, http::Response& res);
 
   ServerOptions options_;
   ServerMetrics metrics_;
   std::atomic<const ModelContext*> model_{nullptr};
   std::atomic<bool> stopping_{false};  // stop(): handlers cancel their requests and end their responses
   std::unique_ptr<Impl> impl_;
-  std::thread thread_;
   int port_ = 0;
 };
 

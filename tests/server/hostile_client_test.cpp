@@ -26,8 +26,7 @@ HarnessOptions small_server() {
 // Cancel-on-disconnect tells a half-close from a hang-up (issue 15, item 6): after the client's
 // shutdown(SHUT_WR) its connection is half-closed, not gone, so its request is not cancelled; once the client
 // has really closed, the server's next write (a keep-alive probe) draws a reset and the connection is gone.
-// (cpp-httplib 0.11.4 itself then still refuses to write a response to a half-closed socket — its
-// is_writable() peeks for EOF — so the end-to-end half-close needs the connection layer of item 4.)
+// HalfClosedClientStillGetsItsResponse below is the same end to end.
 TEST(HostileClient, HalfCloseIsNotAHangUp) {
   int listener = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};
@@ -44,7 +43,7 @@ TEST(HostileClient, HalfCloseIsNotAHangUp) {
   sockaddr_in peer{};
   len = sizeof(peer);
   ::getpeername(served, reinterpret_cast<sockaddr*>(&peer), &len);
-  server::ClientConnection conn("127.0.0.1", ntohs(peer.sin_port), "127.0.0.1", port);
+  server::ClientConnection conn(served);
   ASSERT_TRUE(conn.found());
   EXPECT_FALSE(conn.closed());
   EXPECT_FALSE(conn.half_closed());
@@ -64,6 +63,41 @@ TEST(HostileClient, HalfCloseIsNotAHangUp) {
   EXPECT_TRUE(gone) << "the probe's reset marks the connection gone";
   ::close(served);
   ::close(listener);
+}
+
+// End to end (issue 15, item 6): a client that sends its request and then shutdown(SHUT_WR) gets the whole
+// response, streamed or not, and its request is not counted as cancelled.
+TEST(HostileClient, HalfClosedClientStillGetsItsResponse) {
+  HarnessOptions o = small_server();
+  o.server.metrics = true;
+  InProcessServer srv(o);
+  for (bool stream : {false, true}) {
+    SCOPED_TRACE(stream ? "stream" : "json");
+    Json body = {{"messages", Json::array({Json{{"role", "user"}, {"content", "Say something."}}})},
+                 {"max_tokens", 6},
+                 {"temperature", 0},
+                 {"stream", stream}};
+    RawHttp c(srv.port());
+    c.send("POST", "/v1/chat/completions", body.dump(), {"Connection: close"});
+    c.half_close();
+    ASSERT_TRUE(c.read_headers(30000)) << "no response to a half-closed client";
+    EXPECT_EQ(c.status, 200);
+    std::string got = c.read_body(30000);
+    ASSERT_TRUE(c.body_done()) << got;
+    if (stream) {
+      auto events = sse_data(got);
+      ASSERT_FALSE(events.empty()) << got;
+      EXPECT_EQ(events.back(), "[DONE]") << got;
+    } else {
+      Json j = Json::parse(got);
+      EXPECT_GE(j["usage"]["completion_tokens"].get<int64_t>(), 1) << got;
+      EXPECT_TRUE(j["choices"][0]["finish_reason"].is_string()) << got;
+    }
+  }
+  auto m = srv.client().Get("/metrics");
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->body.find("outcome=\"cancelled\""), std::string::npos) << m->body;
+  EXPECT_TRUE(srv.wait_idle());
 }
 
 TEST(HostileClient, MaxTokensNear2To63IsCappedAtTheContext) {

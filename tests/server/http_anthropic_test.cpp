@@ -19,7 +19,7 @@ struct Reply {
   Json body;
 };
 
-Reply post(InProcessServer& srv, const std::string& path, const Json& body, const httplib::Headers& h = {}) {
+Reply post(InProcessServer& srv, const std::string& path, const Json& body, const Headers& h = {}) {
   auto res = srv.client().Post(path.c_str(), h, body.dump(), "application/json");
   EXPECT_TRUE(res) << path;
   if (!res) return {};
@@ -197,7 +197,7 @@ TEST(HttpAnthropic, ErrorsInAnthropicsShape) {
                "wrong");
   EXPECT_EQ(post(srv, "/v1/messages", body, {{"x-api-key", "sekret"}}).status, 200);
   EXPECT_EQ(post(srv, "/v1/messages", body, {{"Authorization", "Bearer sekret"}}).status, 200);
-  const httplib::Headers key = {{"x-api-key", "sekret"}};
+  const Headers key = {{"x-api-key", "sekret"}};
   expect_error(post(srv, "/v1/messages/batches", body, key), 404, "not_found_error", "unknown path");
   expect_error(
       post(srv, "/v1/messages", Json{{"messages", Json::array({user(std::string(40000, 'x'))})}}, key), 413,

@@ -1,7 +1,7 @@
-// A request's life around the engine: more open streams than cpp-httplib's default 8 workers do not starve a
-// new connection; a long prefill keeps the client's connection alive (SSE comments, or whitespace before a
-// JSON body); a client that hangs up mid-prefill cancels its request at once and its memory returns (as
-// /metrics shows).
+// A request's life around the engine: twelve open streams (ten waiting for a slot, each holding a request
+// worker) do not starve a new connection; a long prefill keeps the client's connection alive (SSE comments,
+// or whitespace before a JSON body); a client that hangs up mid-prefill cancels its request at once and its
+// memory returns (as /metrics shows).
 #include <gtest/gtest.h>
 
 #include <regex>

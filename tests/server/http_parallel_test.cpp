@@ -12,7 +12,7 @@ using server::Json;
 namespace {
 
 Json chat_once(int port, const Json& body) {
-  httplib::Client c("127.0.0.1", port);
+  HttpClient c("127.0.0.1", port);
   c.set_read_timeout(120);
   auto res = c.Post("/v1/chat/completions", body.dump(), "application/json");
   EXPECT_TRUE(res);

@@ -2,7 +2,6 @@
 // models (tools/make_parrot_model.py), generated once per test binary into the build folder.
 #pragma once
 #include <fcntl.h>
-#include <httplib.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -19,6 +18,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "raw_http.h"
 
 namespace keel::testing {
 
@@ -93,7 +94,7 @@ class KeelServe {
     auto deadline = std::chrono::steady_clock::now() + timeout;
     while (std::chrono::steady_clock::now() < deadline) {
       if (exited()) return false;
-      httplib::Client c("127.0.0.1", port);
+      HttpClient c("127.0.0.1", port);
       c.set_connection_timeout(1);
       auto res = c.Get("/health");
       if (res && res->status == 200) return true;
@@ -131,8 +132,8 @@ class KeelServe {
     return ss.str();
   }
 
-  httplib::Client client() const {
-    httplib::Client c("127.0.0.1", port);
+  HttpClient client() const {
+    HttpClient c("127.0.0.1", port);
     c.set_read_timeout(120);
     return c;
   }

@@ -1,6 +1,7 @@
 // A minimal HTTP/1.1 client on a plain socket, written for the tests: it shares no code with the server,
-// reads a response incrementally (chunked or with a length), times what it sees, and can hang up at any
-// moment, which cpp-httplib's client cannot.
+// reads a response incrementally (chunked or with a length), times what it sees, can send any bytes
+// (malformed heads on purpose) and can hang up or half-close at any moment. HttpClient (below) is the plain
+// request/response client the tests use where nothing unusual is sent.
 #pragma once
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -13,8 +14,10 @@
 #include <cctype>
 #include <chrono>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace keel::testing {
@@ -41,6 +44,18 @@ class RawHttp {
   // shutdown(SHUT_WR): the request is sent, nothing more will be; the response can still be read.
   void half_close() { ::shutdown(fd_, SHUT_WR); }
 
+  // Sends `bytes` as they are; false when the connection is gone.
+  bool send_raw(const std::string& bytes) {
+    size_t sent = 0;
+    while (sent < bytes.size()) {
+      ssize_t n = ::send(fd_, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
+      if (n <= 0) return false;
+      sent += static_cast<size_t>(n);
+    }
+    return true;
+  }
+  int fd() const { return fd_; }
+
   void send(const std::string& method, const std::string& path, const std::string& body = "",
             const std::vector<std::string>& headers = {}) {
     std::string req = method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n";
@@ -59,6 +74,8 @@ class RawHttp {
   // Reads the status line and headers (keys lower-cased); false on timeout or a closed connection.
   bool read_headers(int timeout_ms = 30000) {
     auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    done_ = false;  // a keep-alive connection's next response
+    headers.clear();
     while (raw_.find("\r\n\r\n") == std::string::npos) {
       if (!fill(deadline)) return false;
     }
@@ -85,6 +102,7 @@ class RawHttp {
     }
     chunked_ = headers.count("transfer-encoding") && headers["transfer-encoding"] == "chunked";
     remaining_ = headers.count("content-length") ? std::stoll(headers["content-length"]) : -1;
+    if (remaining_ == 0) done_ = true;
     return true;
   }
 
@@ -108,6 +126,16 @@ class RawHttp {
     return body;
   }
 
+  // Waits until the server closes the connection (EOF or reset), discarding what arrives; false on timeout.
+  bool wait_closed(int timeout_ms) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    while (!closed_) {
+      if (!fill(deadline) && !closed_) return false;
+      raw_.clear();
+    }
+    return true;
+  }
+
   bool body_done() const { return done_; }
   bool connection_closed() const { return closed_; }
 
@@ -118,8 +146,7 @@ class RawHttp {
  private:
   // Reads what the socket has; false on timeout or close.
   bool fill(std::chrono::steady_clock::time_point deadline) {
-    auto left =
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) return false;
     pollfd p{fd_, POLLIN, 0};
     if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) return false;
@@ -168,6 +195,73 @@ class RawHttp {
   std::string raw_;
   bool chunked_ = false, done_ = false, closed_ = false;
   int64_t remaining_ = -1;
+};
+
+using Headers = std::vector<std::pair<std::string, std::string>>;
+
+struct HttpReply {
+  int status = 0;
+  std::map<std::string, std::string> headers;  // keys lower-cased
+  std::string body;
+  bool has_header(std::string key) const {
+    std::transform(key.begin(), key.end(), key.begin(), [](unsigned char c) { return std::tolower(c); });
+    return headers.count(key) > 0;
+  }
+  std::string get_header_value(std::string key) const {
+    std::transform(key.begin(), key.end(), key.begin(), [](unsigned char c) { return std::tolower(c); });
+    auto it = headers.find(key);
+    return it == headers.end() ? std::string() : it->second;
+  }
+};
+
+// One request per connection (Connection: close), the whole response; nullopt when there is none (refused,
+// closed early, or the read timeout passed).
+class HttpClient {
+ public:
+  HttpClient(std::string host, int port) : port_(port) { (void)host; }  // loopback only
+  void set_read_timeout(int seconds) { read_timeout_ms_ = seconds * 1000; }
+  void set_connection_timeout(int) {}  // loopback connects at once or is refused
+
+  std::optional<HttpReply> Get(const std::string& path, const Headers& headers = {}) {
+    return request("GET", path, headers, nullptr, "");
+  }
+  std::optional<HttpReply> Post(const std::string& path, const std::string& body,
+                                const std::string& content_type) {
+    return request("POST", path, {}, &body, content_type);
+  }
+  std::optional<HttpReply> Post(const std::string& path, const Headers& headers, const std::string& body,
+                                const std::string& content_type) {
+    return request("POST", path, headers, &body, content_type);
+  }
+
+ private:
+  std::optional<HttpReply> request(const std::string& method, const std::string& path, const Headers& headers,
+                                   const std::string* body, const std::string& content_type) {
+    try {
+      RawHttp c(port_);
+      std::string req = method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n";
+      for (const auto& [k, v] : headers) req += k + ": " + v + "\r\n";
+      if (body) {
+        req += "Content-Type: " + content_type + "\r\n";
+        req += "Content-Length: " + std::to_string(body->size()) + "\r\n";
+      }
+      req += "\r\n";
+      if (body) req += *body;
+      if (!c.send_raw(req)) return std::nullopt;
+      if (!c.read_headers(read_timeout_ms_)) return std::nullopt;
+      HttpReply r;
+      r.status = c.status;
+      r.headers = c.headers;
+      r.body = c.read_body(read_timeout_ms_);
+      if (!c.body_done()) return std::nullopt;
+      return r;
+    } catch (const std::exception&) {
+      return std::nullopt;
+    }
+  }
+
+  int port_;
+  int read_timeout_ms_ = 120000;
 };
 
 // The `data:` payloads of an SSE body, in order; comments (": ...") are skipped.

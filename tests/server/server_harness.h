@@ -4,7 +4,6 @@
 // oracle keel did not compute.
 #pragma once
 #include <gtest/gtest.h>
-#include <httplib.h>
 
 #include <chrono>
 #include <cmath>
@@ -140,8 +139,8 @@ class InProcessServer {
 
   void ready() { http_->set_model(&ctx_); }
   int port() const { return http_->port(); }
-  httplib::Client client() const {
-    httplib::Client c("127.0.0.1", port());
+  HttpClient client() const {
+    HttpClient c("127.0.0.1", port());
     c.set_read_timeout(120);
     return c;
   }

@@ -1,0 +1,95 @@
+// fuzz-libs: keel_core
+// fuzz-sources: src/server/http/transport.cpp src/server/http/message.cpp src/server/connection.cpp
+
+// libFuzzer target: the bytes a client sends → keel's HTTP transport (Boost.Beast's request parser under keel's
+// limits and checks, src/server/http/transport.cpp, compiled into the target with the fuzz flags), over a real
+// loopback connection to one Transport running in this process. Each input is sent whole, then the client
+// half-closes; the transport must answer only with well-formed responses (a status line "HTTP/1.1 NNN ", for
+// each complete request the handler's 200 and for everything else its 4xx/5xx) and close or wait, never crash,
+// leak, hang past its deadlines or hand the handler a request whose body disagrees with its framing.
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "server/http/transport.h"
+
+namespace {
+
+using keel::server::http::Request;
+using keel::server::http::Response;
+using keel::server::http::Transport;
+using keel::server::http::TransportOptions;
+
+Transport& transport() {
+  static std::unique_ptr<Transport> t = [] {
+    TransportOptions o;
+    o.port = 0;
+    o.io_threads = 1;
+    o.workers = 2;
+    o.max_body_bytes = 4096;
+    o.max_header_bytes = 2048;
+    o.idle_timeout = std::chrono::milliseconds(200);
+    o.head_timeout = std::chrono::milliseconds(200);
+    o.body_timeout = std::chrono::milliseconds(200);
+    o.write_timeout = std::chrono::milliseconds(500);
+    o.linger = std::chrono::milliseconds(50);
+    auto handler = [](const Request& req, Response& res) {
+      // The body the transport assembled must agree with its own framing.
+      std::string length = req.header("Content-Length");
+      if (!length.empty() && req.header("Transfer-Encoding").empty() &&
+          std::strtoull(length.c_str(), nullptr, 10) != req.body.size())
+        std::abort();
+      res.set_content(std::to_string(req.body.size()), "text/plain");
+    };
+    auto errors = [](int status, const std::string& code, const std::string& message, std::string_view) {
+      Response r;
+      r.status = status;
+      r.set_content(code + ": " + message, "text/plain");
+      return r;
+    };
+    auto p = std::make_unique<Transport>(o, handler, errors);
+    p->start();
+    return p;
+  }();
+  return *t;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  Transport& t = transport();
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(static_cast<uint16_t>(t.port()));
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) std::abort();
+  timeval tv{2, 0};  // the transport's deadlines are 200 ms: a response slower than 2 s is a hang
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  size_t sent = 0;
+  while (sent < size) {
+    ssize_t n = ::send(fd, data + sent, size - sent, MSG_NOSIGNAL);
+    if (n <= 0) break;  // the transport refused early and closed: its answer is still readable
+    sent += static_cast<size_t>(n);
+  }
+  ::shutdown(fd, SHUT_WR);
+  std::string got;
+  char buf[4096];
+  for (;;) {
+    ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) std::abort();  // no answer and no close: a hang
+    if (n <= 0) break;
+    got.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  // Whatever came back starts with a status line.
+  if (!got.empty() && (got.size() < 13 || got.compare(0, 9, "HTTP/1.1 ") != 0 || got[12] != ' ')) std::abort();
+  return 0;
+}
