@@ -1,18 +1,21 @@
 // fuzz-libs: keel_core
 // fuzz-sources: src/server/http/transport.cpp src/server/http/message.cpp src/server/connection.cpp
 
-// libFuzzer target: the bytes a client sends → keel's HTTP transport (Boost.Beast's request parser under keel's
-// limits and checks, src/server/http/transport.cpp, compiled into the target with the fuzz flags), over a real
-// loopback connection to one Transport running in this process. Each input is sent whole, then the client
-// half-closes; the transport must answer only with well-formed responses (a status line "HTTP/1.1 NNN ", for
-// each complete request the handler's 200 and for everything else its 4xx/5xx) and close or wait, never crash,
-// leak, hang past its deadlines or hand the handler a request whose body disagrees with its framing.
+// libFuzzer target: the bytes a client sends → keel's HTTP transport (Boost.Beast's request parser under
+// keel's limits and checks, src/server/http/transport.cpp, compiled into the target with the fuzz flags),
+// over a real loopback connection to one Transport running in this process. Each input is sent whole, then
+// the client half-closes; the transport must answer only with well-formed responses (a status line "HTTP/1.1
+// NNN ", for each complete request the handler's 200 and for everything else its 4xx/5xx) and close or wait,
+// never crash, leak, hang past its deadlines or hand the handler a request whose body disagrees with its
+// framing.
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -21,6 +24,11 @@
 #include "server/http/transport.h"
 
 namespace {
+
+[[noreturn]] void fail(const char* what) {
+  std::fprintf(stderr, "http_request_fuzz: %s\n", what);
+  std::abort();
+}
 
 using keel::server::http::Request;
 using keel::server::http::Response;
@@ -45,7 +53,7 @@ Transport& transport() {
       std::string length = req.header("Content-Length");
       if (!length.empty() && req.header("Transfer-Encoding").empty() &&
           std::strtoull(length.c_str(), nullptr, 10) != req.body.size())
-        std::abort();
+        fail("the handler got a body whose size disagrees with its Content-Length");
       res.set_content(std::to_string(req.body.size()), "text/plain");
     };
     auto errors = [](int status, const std::string& code, const std::string& message, std::string_view) {
@@ -70,8 +78,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   a.sin_family = AF_INET;
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   a.sin_port = htons(static_cast<uint16_t>(t.port()));
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) std::abort();
-  timeval tv{2, 0};  // the transport's deadlines are 200 ms: a response slower than 2 s is a hang
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) fail("connect failed");
+  // The transport's deadlines are 200 ms: no answer and no close within 10 s is a hang (the margin is for a
+  // loaded machine running sanitizers).
+  timeval tv{10, 0};
   ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
   size_t sent = 0;
   while (sent < size) {
@@ -84,12 +94,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   char buf[4096];
   for (;;) {
     ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) std::abort();  // no answer and no close: a hang
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) fail("no answer and no close within 10 s");
     if (n <= 0) break;
     got.append(buf, static_cast<size_t>(n));
   }
   ::close(fd);
   // Whatever came back starts with a status line.
-  if (!got.empty() && (got.size() < 13 || got.compare(0, 9, "HTTP/1.1 ") != 0 || got[12] != ' ')) std::abort();
+  if (!got.empty() && (got.size() < 13 || got.compare(0, 9, "HTTP/1.1 ") != 0 || got[12] != ' '))
+    fail("a response that does not start with a status line");
   return 0;
 }
