@@ -35,8 +35,10 @@ using keel::server::http::Response;
 using keel::server::http::Transport;
 using keel::server::http::TransportOptions;
 
+// Started once and never destroyed: libFuzzer's processes end with exit(), where a Transport stopping
+// during static destruction would race the logger's own teardown.
 Transport& transport() {
-  static std::unique_ptr<Transport> t = [] {
+  static Transport* t = [] {
     TransportOptions o;
     o.port = 0;
     o.io_threads = 1;
@@ -62,7 +64,7 @@ Transport& transport() {
       r.set_content(code + ": " + message, "text/plain");
       return r;
     };
-    auto p = std::make_unique<Transport>(o, handler, errors);
+    auto* p = new Transport(o, handler, errors);
     p->start();
     return p;
   }();
