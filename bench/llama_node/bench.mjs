@@ -115,7 +115,7 @@ for (const n of args.lengths) {
 
 // the log lines that show what ran: the CPU variant loaded, the weights' types, the context's batch and flash
 // attention, whether weights were repacked, the KV cache, and llama.cpp's own timings of each pass
-const wanted = /load_backend|llama_model_loader: - type|file type|model params|CPU_REPACK|n_ctx  |n_batch|n_ubatch|flash_attn|llama_kv_cache: +size|llama_kv_cache: +CPU|compute buffer size =|llama_perf_context_print: (prompt eval|eval) time/;
+const wanted = /load_backend|llama_model_loader: - type|file type|model params|CPU_REPACK|n_ctx  |n_batch|n_ubatch|flash_attn|llama_kv_cache: +size|llama_kv_cache: +CPU|compute buffer size =|[Ff]lash [Aa]ttention|llama_perf_context_print: +(prompt eval|eval) time/;
 const out = {
   engine: "llama.cpp via node-llama-cpp",
   node_llama_cpp: JSON.parse(fs.readFileSync(new URL("./node_modules/node-llama-cpp/package.json", import.meta.url))).version,
