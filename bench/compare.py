@@ -12,8 +12,9 @@ machine hits both alike; each row prints A and B as median [min-max] and the pai
     bench/compare.py llama --a build/keel --llama-bench PATH/llama-bench --gguf MODEL.gguf \
         -m DIR --random-weights --prompt-lengths 512,2048,8192 --gen 64 -t 2 --runs 3
 
-  keel vs llama.cpp through node-llama-cpp's prebuilt libraries (bench/llama_node; `npm install --omit=optional --ignore-scripts` there once; the GGUF
-  from tools/gguf_write.py; nothing is built from outside; one process per round measures every length):
+  keel vs llama.cpp through node-llama-cpp's prebuilt libraries (bench/llama_node: `npm install --omit=optional
+  --ignore-scripts` there once; the GGUF from tools/gguf_write.py; nothing is built from outside; one node
+  process per round measures every length):
     bench/compare.py llama-node --a build/keel --gguf /tmp/qwen3_0_6b.gguf -m bench/qwen3_0_6b --random-weights \
         --prompt-lengths 512,2048 --gen 16 -t 2 --runs 3 --out bench/results/x.json
 

@@ -6,13 +6,15 @@
 For llama.cpp baselines (bench/compare.py llama / llama-node): the file holds the same shapes keel's
 `--random-weights` builds, so both engines do the same arithmetic. The values are not keel's (no engine compares
 outputs here); they are finite bf16 of magnitude [2^-7, 2^-5) with random signs, so no NaN, infinity or subnormal
-slows either side. Norm weights are f32 ones, as convert_hf_to_gguf.py keeps 1-D tensors in f32.
+slows either side. Norm weights are f32 ones and biases f32 zeros (Mamba's A is -1), as convert_hf_to_gguf.py
+keeps 1-D tensors in f32.
 
 Written from the GGUF spec (ggml docs/gguf.md, version 3) and llama.cpp's key and tensor names
 (gguf-py/gguf/constants.py; src/models/qwen3.cpp and src/llama-vocab.cpp for what the loader requires). The
 tokenizer is a minimal valid gpt2 BPE one (tokenizer_kv below): token ids are all a benchmark evaluates.
 
-Architectures: qwen3 (dense). Others exit with a message naming what is missing.
+Architectures: qwen3 (dense) and nemotron_h with experts (llama.cpp's nemotron_h_moe). Others exit with a
+message naming what is missing.
 """
 import argparse
 import json
@@ -61,6 +63,8 @@ class Tensor:
         self.count = 1
         for d in shape:
             self.count *= d
+        # "random": bf16; "random_f32": f32 where llama.cpp keeps it (convert_hf_to_gguf.py: the MoE router and
+        # the Mamba conv1d, which ggml's ssm_conv reads as f32 only); the fills are f32
         self.ggml_type = GGML_BF16 if kind == "random" else GGML_F32
         self.nbytes = self.count * (2 if self.ggml_type == GGML_BF16 else 4)
 
@@ -102,23 +106,97 @@ def qwen3_tensors(c):
     return a, kv, t
 
 
-ARCHS = {"qwen3": qwen3_tensors}
+def nemotron_h_tensors(c):
+    """Nemotron-H with experts: llama.cpp's nemotron_h_moe (src/models/nemotron-h.cpp loads it; the keys as
+    conversion/nemotron.py and granite.py write them). Layer kinds from hybrid_override_pattern: M Mamba-2,
+    * attention (no RoPE), E MoE (sigmoid router with a bias, relu2 experts, one shared expert)."""
+    pattern = c["hybrid_override_pattern"]
+    h, vocab, layers = c["hidden_size"], c["vocab_size"], c["num_hidden_layers"]
+    if len(pattern) != layers or set(pattern) - set("ME*"):
+        sys.exit(f"gguf_write: pattern {pattern!r} must have {layers} letters of M, E, *")
+    if "n_routed_experts" not in c:
+        sys.exit("gguf_write: nemotron_h without experts (the '-' MLP layers) is not written yet")
+    nh, hd, dst, ng, dconv = (c["mamba_num_heads"], c["mamba_head_dim"], c["ssm_state_size"], c["n_groups"],
+                              c["conv_kernel"])
+    d_inner = nh * hd
+    d_in_proj = 2 * d_inner + 2 * ng * dst + nh
+    conv_ch = d_inner + 2 * ng * dst
+    nq, nkv, ahd = c["num_attention_heads"], c["num_key_value_heads"], c["head_dim"]
+    ne, ff_e, ff_s = c["n_routed_experts"], c["moe_intermediate_size"], c["moe_shared_expert_intermediate_size"]
+    t = [Tensor("token_embd.weight", [vocab, h], "random"), Tensor("output_norm.weight", [h], "ones")]
+    if not c.get("tie_word_embeddings", False):
+        t.append(Tensor("output.weight", [vocab, h], "random"))
+    for i, kind in enumerate(pattern):
+        p = f"blk.{i}."
+        t.append(Tensor(p + "attn_norm.weight", [h], "ones"))
+        if kind == "M":
+            t += [Tensor(p + "ssm_in.weight", [d_in_proj, h], "random"),
+                  Tensor(p + "ssm_conv1d.weight", [conv_ch, dconv], "random_f32"),
+                  Tensor(p + "ssm_conv1d.bias", [conv_ch], "zeros"),
+                  Tensor(p + "ssm_dt.bias", [nh], "zeros"),
+                  Tensor(p + "ssm_a", [nh, 1], "minus_ones"),  # A = -exp(A_log): negative, the state decays
+                  Tensor(p + "ssm_d", [nh, 1], "ones"),
+                  Tensor(p + "ssm_norm.weight", [ng, d_inner // ng], "ones"),
+                  Tensor(p + "ssm_out.weight", [h, d_inner], "random")]
+        elif kind == "*":
+            t += [Tensor(p + "attn_q.weight", [nq * ahd, h], "random"),
+                  Tensor(p + "attn_k.weight", [nkv * ahd, h], "random"),
+                  Tensor(p + "attn_v.weight", [nkv * ahd, h], "random"),
+                  Tensor(p + "attn_output.weight", [h, nq * ahd], "random")]
+        else:
+            t += [Tensor(p + "ffn_gate_inp.weight", [ne, h], "random_f32"),
+                  Tensor(p + "exp_probs_b.bias", [ne], "zeros"),
+                  Tensor(p + "ffn_up_exps.weight", [ne, ff_e, h], "random"),
+                  Tensor(p + "ffn_down_exps.weight", [ne, h, ff_e], "random"),
+                  Tensor(p + "ffn_up_shexp.weight", [ff_s, h], "random"),
+                  Tensor(p + "ffn_down_shexp.weight", [h, ff_s], "random")]
+    a = "nemotron_h_moe"
+    eps = float(c.get("layer_norm_epsilon", 1e-5))
+    kv = {f"{a}.context_length": 1 << 20,  # no RoPE; the converter writes 2^20 too
+          f"{a}.embedding_length": h,
+          f"{a}.block_count": layers,
+          f"{a}.feed_forward_length": [ff_e if k == "E" else 0 for k in pattern],
+          f"{a}.attention.head_count": nq,
+          f"{a}.attention.head_count_kv": [nkv if k == "*" else 0 for k in pattern],
+          f"{a}.attention.key_length": ahd,
+          f"{a}.attention.value_length": ahd,
+          f"{a}.attention.layer_norm_epsilon": eps,
+          f"{a}.attention.layer_norm_rms_epsilon": eps,
+          f"{a}.ssm.conv_kernel": dconv,
+          f"{a}.ssm.inner_size": d_inner,
+          f"{a}.ssm.state_size": dst,
+          f"{a}.ssm.time_step_rank": nh,
+          f"{a}.ssm.group_count": ng,
+          f"{a}.expert_count": ne,
+          f"{a}.expert_used_count": c["num_experts_per_tok"],
+          f"{a}.expert_feed_forward_length": ff_e,
+          f"{a}.expert_shared_feed_forward_length": ff_s,
+          f"{a}.expert_shared_count": c.get("n_shared_experts", 1),
+          f"{a}.expert_weights_norm": bool(c.get("norm_topk_prob", True)),
+          f"{a}.expert_weights_scale": float(c.get("routed_scaling_factor", 1.0)),
+          f"{a}.expert_group_count": c.get("n_group", 1),
+          f"{a}.vocab_size": vocab}
+    return a, kv, t
 
-# High byte of a little-endian bf16: keep the random sign bit, set exponent bits 7..1 to 0b0111100, so with the
+
+ARCHS = {"qwen3": qwen3_tensors, "nemotron_h": nemotron_h_tensors}
+
+# High byte of a little-endian bf16 (or f32): keep the random sign bit, set exponent bits 7..1 to 0b0111100, so with the
 # random exponent LSB (bit 7 of the low byte) the biased exponent is 120 or 121: |x| in [2^-7, 2^-5).
 HIGH_BYTE = bytes((b & 0x80) | 0x3C for b in range(256))
-ONE_F32 = struct.pack("<f", 1.0)
+F32_FILL = {"ones": struct.pack("<f", 1.0), "zeros": struct.pack("<f", 0.0), "minus_ones": struct.pack("<f", -1.0)}
 
 
 def write_tensor_data(f, t, rng, chunk=1 << 24):
-    if t.kind == "ones":
-        f.write(ONE_F32 * t.count)
+    if t.kind in F32_FILL:
+        f.write(F32_FILL[t.kind] * t.count)
         return
-    left = t.nbytes
+    left, width = t.nbytes, 2 if t.ggml_type == GGML_BF16 else 4
     while left:
         n = min(left, chunk)
         buf = bytearray(rng.randbytes(n))
-        buf[1::2] = buf[1::2].translate(HIGH_BYTE)
+        # the top byte of each bf16 or f32 holds the sign and exponent bits 7..1 in both formats
+        buf[width - 1::width] = buf[width - 1::width].translate(HIGH_BYTE)
         f.write(buf)
         left -= n
 
