@@ -4,11 +4,14 @@
 //
 // V provides: F (vector of L floats), L, MR × NR (the register tile: MR x rows by NR weight rows), zero(),
 // load(const float*), store(float*, F), fma(a, b, acc) = a·b + acc, sum(F) (a fixed tree), and
-// load_bf16 / load_f16 (L elements widened to f32).
+// load_bf16 / load_f16 (L elements widened to f32); for packed weights set1(float), mul, add and
+// unpack<B>(const uint8_t* p): the L B-bit values of the bit stream starting at byte p (L·B/8 bytes, read
+// exactly), as floats.
 #pragma once
 #include <cstdint>
 
 #include "backend/cpu/matmul.h"
+#include "core/dtype.h"
 
 namespace keel::cpu::matmul_tile {
 
@@ -214,8 +217,100 @@ void cols(const MatmulArgs& a, int64_t o_begin, int64_t o_end, float* panel) {
   }
 }
 
+// ---- packed weights
+
+// Lane j of an L-lane unpack of B-bit values: its first byte, its shift within that byte, and whether it
+// reaches into the next byte (shuffle controls: 4 bytes per 32-bit lane, 0x80 = zero).
+template <int B, int L>
+struct UnpackTable {
+  alignas(64) uint8_t ctrl[L * 4] = {};
+  alignas(64) int32_t shift[L] = {};
+  constexpr UnpackTable() {
+    for (int j = 0; j < L; ++j) {
+      const int bit = j * B, byte = bit / 8, sh = bit % 8;
+      ctrl[j * 4] = static_cast<uint8_t>(byte);
+      ctrl[j * 4 + 1] = sh + B > 8 ? static_cast<uint8_t>(byte + 1) : uint8_t{0x80};
+      ctrl[j * 4 + 2] = ctrl[j * 4 + 3] = 0x80;
+      shift[j] = sh;
+    }
+  }
+};
+template <int B, int L>
+inline constexpr UnpackTable<B, L> kUnpackTable{};
+
+inline float stored_scalar(const char* p, DType dtype, int64_t i) {
+  switch (dtype) {
+    case DType::bf16:
+      return bf16_to_f32(reinterpret_cast<const uint16_t*>(p)[i]);
+    case DType::f16:
+      return f16_to_f32(reinterpret_cast<const uint16_t*>(p)[i]);
+    default:
+      return reinterpret_cast<const float*>(p)[i];
+  }
+}
+
+template <class V, int B>
+void dequantize_bits(const PackedRow& r, int64_t n, float* out, int64_t step) {
+  const auto* bytes = reinterpret_cast<const uint8_t*>(r.words);
+  for (int64_t k0 = 0; k0 < n; k0 += r.group_size) {
+    const int64_t g = k0 / r.group_size;
+    const typename V::F s = V::set1(stored_scalar(r.scales, r.scale_dtype, g));
+    const typename V::F b = V::set1(stored_scalar(r.biases, r.scale_dtype, g));
+    for (int64_t k = k0; k < k0 + r.group_size; k += V::L)
+      V::store(out + (k / V::L) * step, V::add(V::mul(V::template unpack<B>(bytes + k * B / 8), s), b));
+  }
+}
+
+// n: a multiple of the group size (so of L).
+template <class V>
+void dequantize_packed(const PackedRow& r, int64_t n, float* out, int64_t step) {
+  switch (r.bits) {
+    case 2:
+      return dequantize_bits<V, 2>(r, n, out, step);
+    case 3:
+      return dequantize_bits<V, 3>(r, n, out, step);
+    case 4:
+      return dequantize_bits<V, 4>(r, n, out, step);
+    case 5:
+      return dequantize_bits<V, 5>(r, n, out, step);
+    case 6:
+      return dequantize_bits<V, 6>(r, n, out, step);
+    default:
+      return dequantize_bits<V, 8>(r, n, out, step);
+  }
+}
+
+// Packed weights: panels of kMatmulPackedDecodeRows (T < kMatmulPanelMinRows) or kMatmulPanelRows rows,
+// dequantized in the layout cols() packs (in is a multiple of the group size, so of 16: no padding), then
+// the same panel kernel.
+template <class V>
+void cols_packed(const MatmulArgs& a, int64_t o_begin, int64_t o_end, float* panel) {
+  static_assert(kMatmulPackedDecodeRows % V::NR == 0 && kMatmulPanelRows % V::NR == 0);
+  const int64_t panel_rows = a.T >= kMatmulPanelMinRows ? kMatmulPanelRows : kMatmulPackedDecodeRows;
+  const int64_t in = a.in;
+  PackedRow row;
+  row.scale_dtype = a.w_scale_dtype, row.bits = a.w_bits, row.group_size = a.w_group_size;
+  for (int64_t p = o_begin; p < o_end; p += panel_rows) {
+    const int64_t p_end = o_end - p < panel_rows ? o_end : p + panel_rows;
+    const int64_t rows = (p_end - p + V::NR - 1) / V::NR * V::NR;
+    for (int64_t r = 0; r < rows; ++r) {
+      float* dst = panel + (r / V::NR) * V::NR * in + (r % V::NR) * V::L;
+      if (p + r >= p_end) {
+        for (int64_t k = 0; k < in; k += V::L) V::store(dst + k * V::NR, V::zero());
+        continue;
+      }
+      row.words = reinterpret_cast<const uint32_t*>(a.w + (p + r) * a.w_row_bytes);
+      row.scales = a.w_scales + (p + r) * a.w_scale_row_bytes;
+      row.biases = a.w_biases + (p + r) * a.w_scale_row_bytes;
+      dequantize_packed<V>(row, in, dst, V::NR * V::L);
+    }
+    kblocked<V>(a, panel, in, p, p_end);
+  }
+}
+
 template <class V>
 void matmul_cols(const MatmulArgs& a, int64_t o_begin, int64_t o_end, float* panel) {
+  if (a.w_bits > 0) return cols_packed<V>(a, o_begin, o_end, panel);
   switch (a.w_dtype) {
     case DType::bf16:
       cols<V, WKind::bf16>(a, o_begin, o_end, panel);
