@@ -114,6 +114,9 @@ struct QuantParams {
 };
 struct QuantizationConfig {
   QuantParams base;
+  // keel's own (random weights at a width: bench --random-weights --quantize): every matrix whose input
+  // splits into groups is packed, its .scales asked for before its words. Never set from a file.
+  bool every_matrix = false;
   std::vector<std::pair<std::string, std::optional<QuantParams>>> modules;  // sorted by path
   // The entry for `module`: nullptr when none; else its value (nullopt: `false`).
   const std::optional<QuantParams>* find(std::string_view module) const;

@@ -33,7 +33,10 @@ std::string shape_text(const std::vector<int64_t>& shape) {
 Weight WeightBinder::bind(std::string_view name, const std::vector<int64_t>& shape) const {
   const std::string base(name), path = full(base);
   const std::optional<QuantParams>* entry = quant_ ? quant_->find(path) : nullptr;
-  const bool has_scales = has(base + ".scales");
+  const int64_t in = shape.back();
+  const bool every = quant_ && quant_->every_matrix && !(entry && !entry->has_value()) &&
+                     in % quant_->base.group_size == 0 && (in * quant_->base.bits) % 32 == 0;
+  const bool has_scales = every || has(base + ".scales");
   if (entry && !entry->has_value()) {
     if (has_scales)
       throw_error(
@@ -54,10 +57,9 @@ Weight WeightBinder::bind(std::string_view name, const std::vector<int64_t>& sha
                   path);
     return store_->get(path + ".weight", shape);
   }
-  if (!has(base + ".biases"))
+  if (!every && !has(base + ".biases"))
     throw_error(ErrorCode::invalid_file, "{}.scales exists, but {}.biases is missing (MLX affine needs both)",
                 path, path);
-  const int64_t in = shape.back();
   QuantParams p;
   std::string from;
   if (entry) {
@@ -82,8 +84,11 @@ Weight WeightBinder::bind(std::string_view name, const std::vector<int64_t>& sha
   wshape.back() = in * p.bits / 32;
   sshape.back() = in / p.group_size;
   try {
-    return Weight::packed(store_->get(path + ".weight", wshape), store_->get(path + ".scales", sshape),
-                          store_->get(path + ".biases", sshape), p.bits, p.group_size, path + ".weight");
+    // scales and biases first: a store that makes tensors on demand learns from them that the words are
+    // packed
+    Tensor scales = store_->get(path + ".scales", sshape), biases = store_->get(path + ".biases", sshape);
+    return Weight::packed(store_->get(path + ".weight", wshape), scales, biases, p.bits, p.group_size,
+                          path + ".weight");
   } catch (const Error& e) {
     throw Error(e.code(), fmt::format("{} (packed {}-bit, group {}, per {}; logical shape {})", e.what(),
                                       p.bits, p.group_size, from, shape_text(shape)));
@@ -99,10 +104,12 @@ Weight WeightBinder::stacked(std::string_view name, int64_t E, int64_t out, int6
 }
 
 Tensor WeightBinder::conv_weight(std::string_view name, int64_t C, int64_t K) const {
-  const Tensor t = store_->get(full(name));
-  if (t.ndim() == 3 && t.dim(0) == C && t.dim(1) == K && t.dim(2) == 1 && K != 1)
-    return t.reshape({C, 1, K});  // MLX's [C, K, 1]: the same bytes
-  return get(name, {C, 1, K});
+  if (const WeightInfo* info = store_->find(full(name)); info && K != 1) {
+    const std::vector<int64_t>& s = info->record->shape;
+    if (s.size() == 3 && s[0] == C && s[1] == K && s[2] == 1)
+      return store_->get(full(name)).reshape({C, 1, K});  // MLX's [C, K, 1]: the same bytes
+  }
+  return get(name, {C, 1, K});  // (a store that makes tensors on demand makes it in this shape)
 }
 
 Linear WeightBinder::linear(std::string_view name, int64_t out, int64_t in, bool bias) const {

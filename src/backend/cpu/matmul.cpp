@@ -20,8 +20,8 @@ int64_t worker_count(int64_t out, int n_threads) {
 
 // Floats of one worker's panel (0: none).
 int64_t panel_floats(int64_t T, int64_t in, int32_t w_bits) {
-  if (w_bits > 0) return (uses_panels(T) ? kMatmulPanelRows : kMatmulPackedDecodeRows) * in;
-  return uses_panels(T) ? kMatmulPanelRows * ((in + 15) / 16 * 16) : 0;
+  if (!uses_panels(T)) return 0;
+  return kMatmulPanelRows * (w_bits > 0 ? in : (in + 15) / 16 * 16);
 }
 
 }  // namespace
@@ -48,7 +48,7 @@ void matmul(CpuBackend& be, const MatmulArgs& a) {
                  : be.isa() == CpuIsa::avx2 ? matmul_cols_avx2
                                             : matmul_cols_generic;
   const int64_t workers = worker_count(a.out, be.threads()->size());
-  Tensor panels;  // [workers, panel_floats] f32: prefill, or any packed weight
+  Tensor panels;  // [workers, panel_floats] f32 for prefill
   const int64_t floats = panel_floats(a.T, a.in, a.w_bits);
   if (floats > 0) panels = Tensor::empty(be.pool(), DType::f32, {workers, floats}, "matmul weight panels");
   // Worker w takes columns [w·out/workers, (w+1)·out/workers) rounded to 16; each computes its columns whole.

@@ -7,10 +7,10 @@
 // way). The AVX-512 BF16 dot product (vdpbf16ps) is not used: it would round x to bf16 (8 bits of mantissa),
 // an error the reference fixtures' 1e-3 log-prob tolerance does not leave room for.
 //
-// Packed weights are dequantized a few rows at a time into the same per-worker panel (W = scale·q + bias in
-// f32: a product, then a sum), never the whole matrix: kMatmulPackedDecodeRows rows per panel below
-// kMatmulPanelMinRows rows of x (decode: the panel stays in L1/L2 while the packed words stream from memory),
-// kMatmulPanelRows above. Both paths then run the panel kernel, so the order below holds for them too.
+// Packed weights are dequantized (W = scale·q + bias in f32: a product, then a sum), never the whole matrix:
+// below kMatmulPanelMinRows rows of x (decode) NR rows at a time in registers, L elements per step, each used
+// at once (the packed words stream from memory); above, kMatmulPanelRows rows at a time into the same
+// per-worker panel as bf16 weights, then the panel kernel. Both give the values and the order below.
 //
 // Batch invariance: y[t, o] is one vector accumulator of the ISA's width L over k (lane j sums k ≡ j mod L in
 // increasing k, the last partial step zero-padded), reduced by a fixed tree, plus bias. That order depends
@@ -30,17 +30,14 @@ namespace keel::cpu {
 constexpr int64_t kMatmulPanelMinRows = 8;
 // Weight rows per panel at most; per-worker scratch is kMatmulPanelRows × round_up(in, 16) f32.
 constexpr int64_t kMatmulPanelRows = 64;
-// Packed weights below kMatmulPanelMinRows rows of x: rows per panel (a multiple of every ISA's NR).
-constexpr int64_t kMatmulPackedDecodeRows = 4;
 
 void matmul(CpuBackend& be, const MatmulArgs& args);
 // Exactly the bytes matmul() takes from the pool for these shapes on `n_threads` workers.
-// w_bits > 0: packed weights (panels at every T).
+// w_bits > 0: packed weights (panels of `in` floats per row: in is a multiple of the group size).
 int64_t matmul_workspace_bytes(int64_t T, int64_t in, int64_t out, int32_t w_bits, int n_threads);
 
 // Per-ISA entry points (matmul_<isa>.cpp): y[t, o] for every t and o in [o_begin, o_end). `panel` is f32
-// scratch of kMatmulPanelRows × round_up(in, 16) floats when T ≥ kMatmulPanelMinRows, else null (dense) or
-// kMatmulPackedDecodeRows × in floats (packed).
+// scratch of kMatmulPanelRows × round_up(in, 16) floats when T ≥ kMatmulPanelMinRows, else null.
 void matmul_cols_generic(const MatmulArgs& a, int64_t o_begin, int64_t o_end, float* panel);
 void matmul_cols_avx2(const MatmulArgs& a, int64_t o_begin, int64_t o_end, float* panel);
 void matmul_cols_avx512(const MatmulArgs& a, int64_t o_begin, int64_t o_end, float* panel);

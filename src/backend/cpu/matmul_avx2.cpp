@@ -41,12 +41,21 @@ struct V256 {
   static F mul(F a, F b) { return _mm256_mul_ps(a, b); }
   static F add(F a, F b) { return _mm256_add_ps(a, b); }
   // 8 values of B bits (B bytes): each lane's two bytes shuffled into place, shifted, masked.
-  template <int B>
+  // Wide: 16 bytes may be read at p (else exactly B, through a copy).
+  template <int B, bool Wide>
   static F unpack(const uint8_t* p) {
-    alignas(16) uint8_t buf[16] = {};
-    std::memcpy(buf, p, B);
+    __m128i bytes;
+    if constexpr (Wide) {
+      bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    } else if constexpr (B == 8) {
+      bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
+    } else {
+      alignas(16) uint8_t buf[16] = {};
+      std::memcpy(buf, p, B);
+      bytes = _mm_load_si128(reinterpret_cast<const __m128i*>(buf));
+    }
     const auto& t = matmul_tile::kUnpackTable<B, 8>;
-    __m256i v = _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(buf)));
+    __m256i v = _mm256_broadcastsi128_si256(bytes);
     v = _mm256_shuffle_epi8(v, _mm256_load_si256(reinterpret_cast<const __m256i*>(t.ctrl)));
     v = _mm256_srlv_epi32(v, _mm256_load_si256(reinterpret_cast<const __m256i*>(t.shift)));
     v = _mm256_and_si256(v, _mm256_set1_epi32((1 << B) - 1));

@@ -43,12 +43,19 @@ struct V512 {
   static F mul(F a, F b) { return _mm512_mul_ps(a, b); }
   static F add(F a, F b) { return _mm512_add_ps(a, b); }
   // 16 values of B bits (2B bytes): each lane's two bytes shuffled into place, shifted, masked.
-  template <int B>
+  // Wide: 16 bytes may be read at p (else exactly 2B, through a copy).
+  template <int B, bool Wide>
   static F unpack(const uint8_t* p) {
-    alignas(16) uint8_t buf[16] = {};
-    std::memcpy(buf, p, 2 * B);
+    __m128i bytes;
+    if constexpr (Wide || 2 * B == 16) {
+      bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    } else {
+      alignas(16) uint8_t buf[16] = {};
+      std::memcpy(buf, p, 2 * B);
+      bytes = _mm_load_si128(reinterpret_cast<const __m128i*>(buf));
+    }
     const auto& t = matmul_tile::kUnpackTable<B, 16>;
-    __m512i v = _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(buf)));
+    __m512i v = _mm512_broadcast_i32x4(bytes);
     v = _mm512_shuffle_epi8(v, _mm512_load_si512(t.ctrl));
     v = _mm512_srlv_epi32(v, _mm512_load_si512(t.shift));
     v = _mm512_and_si512(v, _mm512_set1_epi32((1 << B) - 1));

@@ -52,7 +52,7 @@ struct VGeneric {
     return r;
   }
   // 8 values of B bits: B bytes, one little-endian stream.
-  template <int B>
+  template <int B, bool Wide>
   static F unpack(const uint8_t* p) {
     uint64_t bits = 0;
     std::memcpy(&bits, p, B);

@@ -8,6 +8,7 @@
 // unpack<B>(const uint8_t* p): the L B-bit values of the bit stream starting at byte p (L·B/8 bytes, read
 // exactly), as floats.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 
 #include "backend/cpu/matmul.h"
@@ -249,15 +250,29 @@ inline float stored_scalar(const char* p, DType dtype, int64_t i) {
   }
 }
 
+// Elements [k0, k0 + n) of a row, n a multiple of L: q·s + b, L at a time.
+template <class V, int B, bool Wide>
+inline __attribute__((always_inline)) void dequantize_span(const uint8_t* bytes, int64_t k0, int64_t n,
+                                                           typename V::F s, typename V::F b, float* out,
+                                                           int64_t step) {
+  for (int64_t k = k0; k < k0 + n; k += V::L)
+    V::store(out + (k / V::L) * step, V::add(V::mul(V::template unpack<B, Wide>(bytes + k * B / 8), s), b));
+}
+
 template <class V, int B>
 void dequantize_bits(const PackedRow& r, int64_t n, float* out, int64_t step) {
   const auto* bytes = reinterpret_cast<const uint8_t*>(r.words);
+  // L-blocks starting before `wide_end` may load 16 bytes (they stay inside the row's n·B/8 bytes).
+  const int64_t wide_end = (n * B / 8 - 16) * 8 / B;
   for (int64_t k0 = 0; k0 < n; k0 += r.group_size) {
     const int64_t g = k0 / r.group_size;
     const typename V::F s = V::set1(stored_scalar(r.scales, r.scale_dtype, g));
     const typename V::F b = V::set1(stored_scalar(r.biases, r.scale_dtype, g));
-    for (int64_t k = k0; k < k0 + r.group_size; k += V::L)
-      V::store(out + (k / V::L) * step, V::add(V::mul(V::template unpack<B>(bytes + k * B / 8), s), b));
+    const int64_t k1 = k0 + r.group_size;
+    // [k0, split) wide, [split, k1) exact; split a multiple of L
+    const int64_t split = std::max(k0, std::min(k1, (wide_end + 1) / V::L * V::L));
+    dequantize_span<V, B, true>(bytes, k0, split - k0, s, b, out, step);
+    dequantize_span<V, B, false>(bytes, split, k1 - split, s, b, out, step);
   }
 }
 
@@ -280,13 +295,88 @@ void dequantize_packed(const PackedRow& r, int64_t n, float* out, int64_t step) 
   }
 }
 
-// Packed weights: panels of kMatmulPackedDecodeRows (T < kMatmulPanelMinRows) or kMatmulPanelRows rows,
-// dequantized in the layout cols() packs (in is a multiple of the group size, so of 16: no padding), then
-// the same panel kernel.
+// Decode with packed weights: rows [t0, t0 + rows) × weight rows [o0, o0 + cols), each L-step of the NR
+// weight rows dequantized in registers and used at once — the values and the order of the panel path's
+// accumulate(), so both paths give the same bits.
+template <class V, int B, int MR>
+inline __attribute__((always_inline)) void packed_tile(const MatmulArgs& a, int64_t t0, int64_t rows,
+                                                       int64_t o0, int64_t cols) {
+  constexpr int NR = V::NR;
+  const float* xp[MR];
+  row_ptrs<MR>(xp, a.x, a.x_row_bytes, t0, rows);
+  const uint8_t* wp[NR];
+  const char *sp[NR], *bp[NR];
+  for (int j = 0; j < NR; ++j) {
+    const int64_t r = o0 + (j < cols ? j : cols - 1);
+    wp[j] = reinterpret_cast<const uint8_t*>(a.w + r * a.w_row_bytes);
+    sp[j] = a.w_scales + r * a.w_scale_row_bytes, bp[j] = a.w_biases + r * a.w_scale_row_bytes;
+  }
+  typename V::F acc[MR][NR];
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < NR; ++j) acc[i][j] = V::zero();
+  const int64_t G = a.w_group_size, wide_end = (a.in * B / 8 - 16) * 8 / B;
+  for (int64_t k0 = 0; k0 < a.in; k0 += G) {
+    typename V::F s[NR], b[NR];
+    for (int j = 0; j < NR; ++j) {
+      s[j] = V::set1(stored_scalar(sp[j], a.w_scale_dtype, k0 / G));
+      b[j] = V::set1(stored_scalar(bp[j], a.w_scale_dtype, k0 / G));
+    }
+    for (int64_t k = k0; k < k0 + G; k += V::L) {
+      typename V::F wv[NR];
+      if (k <= wide_end)  // 16 bytes from k·B/8 stay inside the row
+        for (int j = 0; j < NR; ++j)
+          wv[j] = V::add(V::mul(V::template unpack<B, true>(wp[j] + k * B / 8), s[j]), b[j]);
+      else
+        for (int j = 0; j < NR; ++j)
+          wv[j] = V::add(V::mul(V::template unpack<B, false>(wp[j] + k * B / 8), s[j]), b[j]);
+      for (int i = 0; i < MR; ++i) {
+        typename V::F xv = V::load(xp[i] + k);
+        for (int j = 0; j < NR; ++j) acc[i][j] = V::fma(xv, wv[j], acc[i][j]);
+      }
+    }
+  }
+  float out[MR][NR];
+  reduce<V, MR, NR>(acc, out);
+  write_tile<MR, NR>(a, out, t0, rows, o0, cols);
+}
+
+template <class V, int B>
+void packed_block(const MatmulArgs& a, int64_t o_begin, int64_t o_end) {
+  for (int64_t o0 = o_begin; o0 < o_end; o0 += V::NR) {
+    const int64_t cols = o_end - o0 < V::NR ? o_end - o0 : V::NR;
+    int64_t t0 = 0, rest = a.T;
+    for (; rest >= V::MR; t0 += V::MR, rest -= V::MR) packed_tile<V, B, V::MR>(a, t0, V::MR, o0, cols);
+    for (; rest >= 2; t0 += 2, rest -= 2) packed_tile<V, B, 2>(a, t0, 2, o0, cols);
+    if (rest == 1) packed_tile<V, B, 1>(a, t0, 1, o0, cols);
+  }
+}
+
+template <class V>
+void packed_decode(const MatmulArgs& a, int64_t o_begin, int64_t o_end) {
+  switch (a.w_bits) {
+    case 2:
+      return packed_block<V, 2>(a, o_begin, o_end);
+    case 3:
+      return packed_block<V, 3>(a, o_begin, o_end);
+    case 4:
+      return packed_block<V, 4>(a, o_begin, o_end);
+    case 5:
+      return packed_block<V, 5>(a, o_begin, o_end);
+    case 6:
+      return packed_block<V, 6>(a, o_begin, o_end);
+    default:
+      return packed_block<V, 8>(a, o_begin, o_end);
+  }
+}
+
+// Packed weights: decode (T < kMatmulPanelMinRows) in registers; prefill through panels of kMatmulPanelRows
+// rows dequantized in the layout cols() packs (in is a multiple of the group size, so of 16: no padding),
+// then the same panel kernel.
 template <class V>
 void cols_packed(const MatmulArgs& a, int64_t o_begin, int64_t o_end, float* panel) {
-  static_assert(kMatmulPackedDecodeRows % V::NR == 0 && kMatmulPanelRows % V::NR == 0);
-  const int64_t panel_rows = a.T >= kMatmulPanelMinRows ? kMatmulPanelRows : kMatmulPackedDecodeRows;
+  if (panel == nullptr) return packed_decode<V>(a, o_begin, o_end);
+  static_assert(kMatmulPanelRows % V::NR == 0);
+  const int64_t panel_rows = kMatmulPanelRows;
   const int64_t in = a.in;
   PackedRow row;
   row.scale_dtype = a.w_scale_dtype, row.bits = a.w_bits, row.group_size = a.w_group_size;
