@@ -44,8 +44,9 @@ void matmul_cols_avx512(const MatmulArgs& a, int64_t o_begin, int64_t o_end, flo
 
 // One packed row (MLX affine) dequantized to f32: out[k] = scale[k / group]·q_k + bias[k / group] for k in
 // [0, n), L elements at a time, each L-block at out + (k / L)·step (step = L: contiguous; the panel's
-// interleave otherwise). L is the ISA's width (8 for generic and avx2, 16 for avx512). Every ISA gives the
-// same values (the product is rounded, then the sum).
+// interleave otherwise). L is the ISA's width (8 for generic and avx2, 16 for avx512). With bf16/f16 scales
+// every ISA gives the same values (scale·q is exact in f32); with f32 scales the compiler may fuse the
+// product and the sum where the ISA has FMA (the same on every path of one ISA, so batch invariance holds).
 struct PackedRow {
   const uint32_t* words = nullptr;
   const char* scales = nullptr;
