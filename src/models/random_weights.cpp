@@ -162,7 +162,10 @@ LoadedModel random_weights_model(const ModelConfig& config, DType dtype, Backend
     m.model = make(m.config, *m.weights, be);
   } catch (const Error& e) {
     if (std::string_view(e.what()).find(label) != std::string_view::npos) throw;
-    throw Error(e.code(), label + ": " + e.what());
+    // The pool's refusal names bytes and the limit; say what ran out (the system may refuse below the limit).
+    const bool oom = e.code() == ErrorCode::out_of_memory &&
+                     std::string_view(e.what()).find("memory") == std::string_view::npos;
+    throw Error(e.code(), label + (oom ? ": out of memory making the weights: " : ": ") + e.what());
   }
   return m;
 }
