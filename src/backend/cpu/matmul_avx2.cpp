@@ -44,11 +44,11 @@ struct V256 {
   // Wide: 16 bytes may be read at p (else exactly B, through a copy).
   template <int B, bool Wide>
   static F unpack(const uint8_t* p) {
+    if constexpr (B == 8)  // one byte a lane: widen the 8 bytes directly
+      return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
     __m128i bytes;
     if constexpr (Wide) {
       bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-    } else if constexpr (B == 8) {
-      bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
     } else {
       alignas(16) uint8_t buf[16] = {};
       std::memcpy(buf, p, B);

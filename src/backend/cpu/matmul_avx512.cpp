@@ -46,8 +46,10 @@ struct V512 {
   // Wide: 16 bytes may be read at p (else exactly 2B, through a copy).
   template <int B, bool Wide>
   static F unpack(const uint8_t* p) {
+    if constexpr (B == 8)  // one byte a lane: widen the 16 bytes directly
+      return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
     __m128i bytes;
-    if constexpr (Wide || 2 * B == 16) {
+    if constexpr (Wide) {
       bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
     } else {
       alignas(16) uint8_t buf[16] = {};
