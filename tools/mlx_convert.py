@@ -15,7 +15,8 @@ quantize follows mlx-lm (mlx_lm/utils.py `quantize_model`, `save_model`; the mod
 every Linear, Embedding and SwitchLinear whose input size is a multiple of the group size is quantized with
 MLX's CPU quantizer (tools/mlx_quantize.py), Qwen3.5-MoE routers and shared-expert gates at 8 bits / group 64
 (`quant_predicate`), --override PATH=BITS:GROUP sets a module's own width (written as a per-module entry of
-`quantization`), --keep REGEX leaves matching modules in float. config.json gets `quantization` and its copy
+`quantization`), --keep REGEX leaves matching modules in float (written as `false` entries, the form mlx-lm's
+quantize_model records a predicate's refusal in). config.json gets `quantization` and its copy
 `quantization_config`; the weights go to model.safetensors (metadata {"format": "mlx"}) with an index.
 
 dequantize inverts the renaming (experts unstacked, conv1d back to [C, 1, K], Qwen3.5's stored 1 + w norms back
@@ -250,7 +251,9 @@ def cmd_quantize(a):
         t = w[path]
         mod = path[: -len(".weight")] if path.endswith(".weight") else None
         params = None
-        if mod and quantizable(fam, path, t) and not (keep and keep.search(mod)):
+        if mod and quantizable(fam, path, t) and keep and keep.search(mod):
+            quant[mod] = False  # a predicate's refusal, as mlx-lm records it (`quantization[path] = False`)
+        elif mod and quantizable(fam, path, t):
             pred = quant_predicate(fam, config, mod)
             if mod in overrides:
                 pred = overrides[mod]

@@ -1,4 +1,5 @@
-// keel bench -m DIR [--random-weights] [--prompt-lengths 1024,4096,…] [--gen N] [--prefill-chunk-size N]
+// keel bench -m DIR [--random-weights [--quantize B [--group-size G]]] [--prompt-lengths 1024,4096,…] [--gen
+// N] [--prefill-chunk-size N]
 //            [--memory-limit X] [-t N] [--seed S] [--json FILE] [--plot FILE.png]
 // For each prompt length: a fresh sequence prefilled through the Scheduler (the server's path), then N decode
 // tokens. One row per length: prefill and decode tokens/s, and memory as the pool and the kernel see it:
@@ -10,7 +11,8 @@
 //   transient   peak − loaded − state: what the steps themselves used
 //   planned     the largest transient the scheduler planned for a prefill step (Model::step_transient_bytes)
 //   VmHWM tr.   VmHWM − VmRSS at the row's start − state: the transient as the kernel saw it
-// --random-weights needs only config.json (models/random_weights.h).
+// --random-weights needs only config.json (models/random_weights.h); --quantize B packs its matrices in MLX's
+// affine format (an MLX-quantized folder is benched as it is, with -m).
 #include <fmt/format.h>
 #include <malloc.h>
 
@@ -45,6 +47,7 @@ using Clock = std::chrono::steady_clock;
 struct BenchArgs {
   std::string dir;
   bool random_weights = false;
+  int quantize_bits = 0, group_size = 64;  // --quantize B [--group-size G]: random weights MLX-packed
   std::vector<int64_t> prompt_lengths{1024, 2048, 4096};
   int64_t gen = 16;
   int64_t prefill_chunk = 512;
@@ -220,7 +223,9 @@ std::string cpu_model_name() {
 
 std::string command_line(const BenchArgs& a) {
   std::string s =
-      "keel bench -m " + a.dir + (a.random_weights ? " --random-weights" : "") + " --prompt-lengths ";
+      "keel bench -m " + a.dir + (a.random_weights ? " --random-weights" : "") +
+      (a.quantize_bits ? fmt::format(" --quantize {} --group-size {}", a.quantize_bits, a.group_size) : "") +
+      " --prompt-lengths ";
   for (size_t i = 0; i < a.prompt_lengths.size(); ++i)
     s += (i ? "," : "") + std::to_string(a.prompt_lengths[i]);
   s += fmt::format(" --gen {} --prefill-chunk-size {}", a.gen, a.prefill_chunk);
@@ -237,15 +242,21 @@ void bench(const BenchArgs& a) {
   CpuBackend be(pool, a.threads);
   const Clock::time_point t0 = Clock::now();
   models::LoadedModel m =
-      a.random_weights ? models::random_weights_model(a.dir, be, a.seed) : models::load_model(a.dir, be);
+      a.random_weights
+          ? models::random_weights_model(a.dir, be, a.seed, QuantParams{a.quantize_bits, a.group_size})
+          : models::load_model(a.dir, be);
   const double load_s = std::chrono::duration<double>(Clock::now() - t0).count();
   Model& model = *m.model;
   check_startup_memory(model, pool);
-  fmt::print(
-      stderr, "keel bench: {}: {} ({} layers, {:.2f} M parameters{}), loaded {} in {:.1f} s; limit {}; {}\n",
-      a.dir, model.model_type(), m.config.num_layers(),
-      static_cast<double>(m.weights->parameter_count()) / 1e6, a.random_weights ? ", random weights" : "",
-      format_bytes(pool.in_use()), load_s, format_bytes(limit), be.name());
+  fmt::print(stderr,
+             "keel bench: {}: {} ({} layers, {:.2f} M parameters{}), loaded {} in {:.1f} s; limit {}; {}\n",
+             a.dir, model.model_type(), m.config.num_layers(),
+             static_cast<double>(m.weights->parameter_count()) / 1e6,
+             a.random_weights ? (a.quantize_bits ? fmt::format(", random weights packed at {} bits, group {}",
+                                                               a.quantize_bits, a.group_size)
+                                                 : std::string(", random weights"))
+                              : std::string(),
+             format_bytes(pool.in_use()), load_s, format_bytes(limit), be.name());
 
   // Warm-up, not reported: a short request touches the mmap'd weights and the workers' stacks once, so the
   // first row's process peak (VmHWM − RSS at its start) does not count them as transient.
@@ -285,7 +296,9 @@ void bench(const BenchArgs& a) {
                     {"layers", m.config.num_layers()},
                     {"parameters", m.weights->parameter_count()},
                     {"weight_bytes", m.weights->total_bytes()},
-                    {"random_weights", a.random_weights}};
+                    {"random_weights", a.random_weights},
+                    {"quantize_bits", a.quantize_bits ? nlohmann::json(a.quantize_bits) : nlohmann::json()},
+                    {"group_size", a.quantize_bits ? nlohmann::json(a.group_size) : nlohmann::json()}};
     out["settings"] = {{"gen", a.gen},
                        {"prefill_chunk_size", a.prefill_chunk},
                        {"memory_limit_bytes", limit},
@@ -331,6 +344,13 @@ void add_bench_command(CLI::App& app) {
       "Hugging Face model folder (config.json alone with --random-weights); default: the bundled model");
   cmd->add_flag("--random-weights", a->random_weights,
                 "Build the model from config.json with random weights");
+  cmd->add_option(
+         "--quantize", a->quantize_bits,
+         "With --random-weights: pack every matrix in MLX's affine format at this many bits (2, 3, 4, 5, "
+         "6, 8)")
+      ->check(CLI::IsMember({2, 3, 4, 5, 6, 8}));
+  cmd->add_option("--group-size", a->group_size, "With --quantize: elements per scale and bias (32, 64, 128)")
+      ->check(CLI::IsMember({32, 64, 128}));
   cmd->add_option("--prompt-lengths", a->prompt_lengths, "Prompt lengths to measure (default 1024,2048,4096)")
       ->delimiter(',')
       ->check(CLI::PositiveNumber);
@@ -350,6 +370,10 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--plot", a->plot_path, "Draw peak and transient memory against prompt length to this PNG");
   cmd->callback([a] {
     if (a->dir.empty()) a->dir = default_model_dir();
+    if (a->quantize_bits && !a->random_weights)
+      throw_error(ErrorCode::invalid_argument,
+                  "bench: --quantize makes random packed weights (with --random-weights); for a model's own "
+                  "weights, bench its MLX-quantized folder");
     // Under a hard limit (ulimit -v, a cgroup) the C++ runtime's own allocations can fail too: a clean error.
     try {
       bench(*a);

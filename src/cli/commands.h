@@ -9,6 +9,7 @@ void add_bench_command(CLI::App& app);
 void add_inspect_command(CLI::App& app);
 void add_run_command(CLI::App& app);
 void add_perplexity_command(CLI::App& app);
+void add_quantize_command(CLI::App& app);
 void add_render_command(CLI::App& app);
 void add_serve_command(CLI::App& app);
 void add_tokenize_command(CLI::App& app);

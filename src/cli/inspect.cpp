@@ -73,6 +73,27 @@ nlohmann::json inspect_report(const InspectOptions& o) {
   for (const auto& [dtype, bytes] : weights.bytes_by_dtype())
     by_dtype[std::string(dtype_name(dtype))] = bytes;
   r["weight_bytes_by_dtype"] = by_dtype;
+  // MLX-quantized folders: the config's block, and the bytes of the packed modules (words + scales + biases;
+  // what Weight::nbytes counts, and what stays resident).
+  r["quantization"] = nullptr;
+  if (cfg.quantization) {
+    int64_t packed = 0, modules = 0, overrides = 0;
+    for (const std::string& n : weights.names()) {
+      if (!n.ends_with(".scales")) continue;
+      const std::string base = n.substr(0, n.size() - 7);
+      for (const char* part : {".weight", ".scales", ".biases"})
+        if (const WeightInfo* info = weights.find(base + part)) packed += info->record->nbytes;
+      ++modules;
+    }
+    for (const auto& entry : cfg.quantization->modules) overrides += entry.second.has_value();
+    r["quantization"] = {{"mode", "affine"},
+                         {"bits", cfg.quantization->base.bits},
+                         {"group_size", cfg.quantization->base.group_size},
+                         {"module_entries", cfg.quantization->modules.size()},
+                         {"module_overrides", overrides},
+                         {"packed_modules", modules},
+                         {"packed_bytes", packed}};
+  }
 
   r["state_bytes_per_sequence"] = state.state_bytes_per_sequence;
   r["recurrent_state_bytes_per_sequence"] = state.recurrent_bytes_per_sequence;
@@ -120,6 +141,13 @@ void print_text(const nlohmann::json& r, std::ostream& out) {
   out << fmt::format("weight bytes   {}\n", bytes(r["weight_bytes"]));
   for (const auto& [dtype, b] : r["weight_bytes_by_dtype"].items())
     out << fmt::format("  {:<6} {}\n", dtype, bytes(b));
+  if (!r["quantization"].is_null()) {
+    const nlohmann::json& q = r["quantization"];
+    out << fmt::format("MLX affine     {}-bit, group {}; {} packed modules, {} per-module entries\n",
+                       q["bits"].get<int>(), q["group_size"].get<int>(), q["packed_modules"].get<int64_t>(),
+                       q["module_entries"].get<int64_t>());
+    out << fmt::format("  packed       {}\n", bytes(q["packed_bytes"]));
+  }
   out << fmt::format("state per sequence (fp32)  {}  [recurrent {}, conv {}]\n",
                      bytes(r["state_bytes_per_sequence"]),
                      format_bytes(r["recurrent_state_bytes_per_sequence"].get<int64_t>()),

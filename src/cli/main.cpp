@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   keel::cli::add_inspect_command(app);
   keel::cli::add_run_command(app);
   keel::cli::add_perplexity_command(app);
+  keel::cli::add_quantize_command(app);
   keel::cli::add_render_command(app);
   keel::cli::add_serve_command(app);
   keel::cli::add_tokenize_command(app);

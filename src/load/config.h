@@ -11,6 +11,7 @@
 #pragma once
 #include <cstdint>
 #include <limits>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <span>
 #include <string>
@@ -104,6 +105,25 @@ struct MoeConfig {
   std::string hidden_act = "silu";
 };
 
+// MLX affine quantization (config.json "quantization", or its copy "quantization_config"; mlx-lm
+// mlx_lm/utils.py): the default bits and group size, and per-module entries keyed by module path (the
+// tensor name without ".weight"): that module's own parameters, or nullopt for `false` (kept in float). A
+// module is quantized exactly when its `.scales` tensor exists or an entry names it with parameters.
+struct QuantParams {
+  int32_t bits = 0, group_size = 0;
+};
+struct QuantizationConfig {
+  QuantParams base;
+  // keel's own (random weights at a width: bench --random-weights --quantize): every matrix whose input
+  // splits into groups is packed, its .scales asked for before its words. Never set from a file.
+  bool every_matrix = false;
+  std::vector<std::pair<std::string, std::optional<QuantParams>>> modules;  // sorted by path
+  // The entry for `module`: nullptr when none; else its value (nullopt: `false`).
+  const std::optional<QuantParams>* find(std::string_view module) const;
+  // Renames entries whose path starts with `from` (as WeightStore::rename_prefix renames the tensors).
+  void rename_prefix(std::string_view from, std::string_view to);
+};
+
 struct ModelConfig {
   std::string model_type;           // canonical: nemotron_h, qwen3_5, qwen3_5_moe, qwen3, llama
   std::string config_model_type;    // as written (qwen3_5_text, ...); for nested folders, text_config's
@@ -122,6 +142,7 @@ struct ModelConfig {
   GatedDeltaNetConfig gated_deltanet;
   MlpConfig mlp;
   MoeConfig moe;
+  std::optional<QuantizationConfig> quantization;  // MLX-quantized folders
 
   int64_t num_layers() const { return static_cast<int64_t>(layers.size()); }
   // Layers whose kind or ffn is `kind`.
@@ -143,6 +164,12 @@ struct ConfigReader {
   // call. Error(invalid_file) naming the field, or Error(unsupported), for what it cannot read.
   void (*read)(const config_detail::ConfigFields& top, ModelConfig& cfg) = nullptr;
 };
+
+// The "quantization" object (else "quantization_config" when it is MLX's: no "quant_method"), or nullopt for
+// neither. Error(unsupported) naming the mode for modes other than affine (mxfp4, mxfp8, nvfp4) and naming
+// the quant_method of other quantizers' quantization_config; Error(invalid_file) naming the field for bits
+// outside 2, 3, 4, 5, 6, 8, group sizes outside 32, 64, 128 or entries that are neither an object nor false.
+std::optional<QuantizationConfig> parse_quantization(const nlohmann::json& root, std::string_view source);
 
 // Parses config.json text with the reader whose config_names hold its "model_type". `source` names it in
 // errors ("DIR/config.json"). Error(invalid_file) for malformed or inconsistent content, naming the field;

@@ -30,14 +30,20 @@ std::unique_ptr<Block> moe_block(const ModelConfig& cfg, const WeightBinder& w) 
   ops::MoeWeights mw;
   mw.router = w.matrix("gate", E, d);
   mw.router_bias = w.get("gate.e_score_correction_bias", {E});
-  // Experts as published (experts.N.up_proj.weight) or fused 3-D (experts.up_proj [E, I, d]).
-  const bool fused = w.has("experts.up_proj");
-  Tensor up3 = fused ? w.get("experts.up_proj", {E, I, d}) : Tensor();
-  Tensor down3 = fused ? w.get("experts.down_proj", {E, d, I}) : Tensor();
+  // Experts as published (experts.N.up_proj.weight), fused 3-D (experts.up_proj [E, I, d]), or stacked as
+  // mlx-lm saves them (switch_mlp.fc1 [E, I, d] from up_proj, switch_mlp.fc2 [E, d, I] from down_proj; dense
+  // or packed).
+  const bool fused = w.has("experts.up_proj"), mlx = w.has("switch_mlp.fc1.weight");
+  Weight up3 = fused ? Weight(w.get("experts.up_proj", {E, I, d}))
+               : mlx ? w.stacked("switch_mlp.fc1", E, I, d)
+                     : Weight();
+  Weight down3 = fused ? Weight(w.get("experts.down_proj", {E, d, I}))
+                 : mlx ? w.stacked("switch_mlp.fc2", E, d, I)
+                       : Weight();
   for (int64_t e = 0; e < E; ++e) {
-    mw.up.push_back(fused ? Weight(up3.select(e)) : w.matrix(fmt::format("experts.{}.up_proj", e), I, d));
-    mw.down.push_back(fused ? Weight(down3.select(e))
-                            : w.matrix(fmt::format("experts.{}.down_proj", e), d, I));
+    mw.up.push_back(up3.defined() ? up3.select(e) : w.matrix(fmt::format("experts.{}.up_proj", e), I, d));
+    mw.down.push_back(down3.defined() ? down3.select(e)
+                                      : w.matrix(fmt::format("experts.{}.down_proj", e), d, I));
   }
   if (c.n_shared_experts > 0) {
     const int64_t Is = c.shared_expert_intermediate_size;
@@ -58,7 +64,7 @@ std::unique_ptr<Block> moe_block(const ModelConfig& cfg, const WeightBinder& w) 
 }  // namespace
 
 std::unique_ptr<Model> make_nemotron_h(const ModelConfig& cfg, WeightStore& store, Backend& be) {
-  WeightBinder root(store, be.pool());
+  WeightBinder root(store, be.pool(), {}, cfg.quantization ? &*cfg.quantization : nullptr);
   DecoderSpec spec;
   bind_embeddings(cfg, root, spec, "backbone.embeddings.weight", "backbone.norm_f.weight");
   const int64_t d = cfg.hidden_size;

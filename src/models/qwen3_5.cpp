@@ -10,10 +10,15 @@
 // sigmoid(shared_expert_gate)). Every decoder RMSNorm (input, post-attention, final, q/k) multiplies by 1 + w
 // (zero-initialized weights); the DeltaNet output norm by w. Published folders (…ForConditionalGeneration)
 // hold the text model under model.language_model.* beside a vision tower (model.visual.*) keel does not run.
+// MLX folders (mlx-lm's qwen3_5.py / qwen3_5_moe.py): language_model.model.* and language_model.lm_head.*,
+// conv1d [C, K, 1], decoder norms stored as 1 + w (scaled by as stored), experts stacked as
+// mlp.switch_mlp.{gate,up,down}_proj [E, ·, ·], routers and shared-expert gates often 8-bit entries.
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <optional>
 #include <string>
+#include <utility>
 
 #include "core/error.h"
 #include "models/blocks/attention.h"
@@ -27,10 +32,38 @@ namespace keel::models {
 
 namespace {
 
+// mlx-lm's layout (mlx_lm/models/qwen3_5.py `sanitize`): conv1d weights moved to [C, K, 1], and the decoder
+// RMSNorm weights (input_layernorm, post_attention_layernorm, model.norm, q_norm, k_norm; not the DeltaNet's
+// linear_attn.norm) stored as 1 + w, exactly when the conv1d weights were moved — mlx-lm's own test
+// (`has_unsanitized_conv1d`). A folder without conv1d weights is MLX's when its names start with
+// language_model.
+bool stores_mlx_layout(const WeightStore& store) {
+  bool any_conv = false;
+  for (const std::string& n : store.names()) {
+    if (n.find("conv1d.weight") == std::string::npos) continue;
+    const Tensor t = store.get(n);
+    if (t.ndim() == 3 && t.dim(-1) != 1) return false;
+    any_conv = true;
+  }
+  return any_conv || store.has("language_model.model.embed_tokens.weight");
+}
+
+// MLX names → the Hugging Face ones keel binds, in the store and in the quantization entries alike:
+// language_model.model.* → model.*, language_model.lm_head.* → lm_head.*.
+void use_mlx_names(WeightStore& store, std::optional<QuantizationConfig>& quant) {
+  for (auto [from, to] :
+       {std::pair{"language_model.model.", "model."}, {"language_model.lm_head.", "lm_head."}}) {
+    store.rename_prefix(from, to);
+    if (quant) quant->rename_prefix(from, to);
+  }
+}
+
 // model.language_model.* → model.*; says once that the vision tower stays unused.
-void use_language_model_weights(const ModelConfig& cfg, WeightStore& store) {
+void use_language_model_weights(const ModelConfig& cfg, WeightStore& store,
+                                std::optional<QuantizationConfig>& quant) {
   if (!store.has("model.language_model.embed_tokens.weight")) return;
   store.rename_prefix("model.language_model.", "model.");
+  if (quant) quant->rename_prefix("model.language_model.", "model.");
   int64_t vision = 0;
   for (const std::string& n : store.names()) vision += n.rfind("model.visual.", 0) == 0;
   spdlog::info("{}: serving the text model of a multimodal folder; ignoring its vision tower ({} tensors)",
@@ -49,11 +82,21 @@ std::unique_ptr<Block> moe_block(const ModelConfig& cfg, const WeightBinder& w) 
                 c.hidden_act);
   ops::MoeWeights mw;
   mw.router = w.matrix("gate", E, d);
-  const bool fused = w.has("experts.gate_up_proj");
+  const bool fused = w.has("experts.gate_up_proj"), mlx = w.has("switch_mlp.gate_proj.weight");
   Tensor gate_up = fused ? w.get("experts.gate_up_proj", {E, 2 * I, d}) : Tensor();
   Tensor down = fused ? w.get("experts.down_proj", {E, d, I}) : Tensor();
+  Weight gate3, up3, down3;  // mlx-lm's SwitchGLU stacks, dense or packed
+  if (mlx) {
+    gate3 = w.stacked("switch_mlp.gate_proj", E, I, d);
+    up3 = w.stacked("switch_mlp.up_proj", E, I, d);
+    down3 = w.stacked("switch_mlp.down_proj", E, d, I);
+  }
   for (int64_t e = 0; e < E; ++e) {
     const WeightBinder x = w.sub(fmt::format("experts.{}.", e));
+    if (mlx) {
+      mw.gate.push_back(gate3.select(e)), mw.up.push_back(up3.select(e)), mw.down.push_back(down3.select(e));
+      continue;
+    }
     mw.gate.push_back(fused ? Weight(gate_up.select(e).slice(0, 0, I)) : x.matrix("gate_proj", I, d));
     mw.up.push_back(fused ? Weight(gate_up.select(e).slice(0, I, I)) : x.matrix("up_proj", I, d));
     mw.down.push_back(fused ? Weight(down.select(e)) : x.matrix("down_proj", d, I));
@@ -70,11 +113,16 @@ std::unique_ptr<Block> moe_block(const ModelConfig& cfg, const WeightBinder& w) 
 }
 
 std::unique_ptr<Model> make_qwen3_5_family(const ModelConfig& cfg, WeightStore& store, Backend& be) {
-  use_language_model_weights(cfg, store);
-  WeightBinder root(store, be.pool());
+  const bool mlx = stores_mlx_layout(store);
+  std::optional<QuantizationConfig> quant = cfg.quantization;  // renamed with the tensors
+  use_mlx_names(store, quant);
+  use_language_model_weights(cfg, store, quant);
+  WeightBinder root(store, be.pool(), {}, quant ? &*quant : nullptr);
   DecoderSpec spec;
   bind_embeddings(cfg, root, spec, "model.embed_tokens.weight", "model.norm.weight");
-  spec.norm.scale = ops::NormScale::one_plus_weight;
+  // The stored 1 + w of MLX files is the scale itself; keel must not add 1 again.
+  const ops::NormScale decoder_norm = mlx ? ops::NormScale::weight : ops::NormScale::one_plus_weight;
+  spec.norm.scale = decoder_norm;
   const int64_t d = cfg.hidden_size;
   const AttentionConfig& a = cfg.attention;
   AttentionSpec as;
@@ -88,7 +136,7 @@ std::unique_ptr<Model> make_qwen3_5_family(const ModelConfig& cfg, WeightStore& 
     as.head_dim = a.head_dim;
     as.bias = a.attention_bias;
     as.qk_norm = true;
-    as.qk_norm_scale = ops::NormScale::one_plus_weight;
+    as.qk_norm_scale = decoder_norm;
     as.norm_eps = spec.norm.eps;
     as.rope = true;
     as.output_gate = a.output_gate;

@@ -3,10 +3,14 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <set>
+#include <string_view>
 
 #include "backend/thread_pool.h"
 #include "core/error.h"
+#include "core/quant.h"
 #include "load/json_util.h"
 #include "models/registry.h"
 
@@ -66,6 +70,24 @@ void fill(Backend& be, Tensor& t, uint64_t key, float a, bool constant) {
     run(0, blocks, 0);
 }
 
+// Packed words: random bits from the hash of (key, index), every q uniform in [0, 2^bits).
+void fill_words(Backend& be, Tensor& t, uint64_t key) {
+  const int64_t n = t.numel();
+  constexpr int64_t kBlock = int64_t{1} << 16;
+  auto run = [&](int64_t b0, int64_t b1, int) {
+    for (int64_t b = b0; b < b1; ++b) {
+      const int64_t end = std::min(n, (b + 1) * kBlock);
+      for (int64_t i = b * kBlock; i < end; ++i)
+        t.ptr<uint32_t>()[i] = static_cast<uint32_t>(splitmix64(key + static_cast<uint64_t>(i)));
+    }
+  };
+  const int64_t blocks = (n + kBlock - 1) / kBlock;
+  if (ThreadPool* tp = be.threads(); tp && blocks > 1)
+    tp->parallel_for(blocks, run);
+  else
+    run(0, blocks, 0);
+}
+
 }  // namespace
 
 DType config_weight_dtype(const std::string& dir) {
@@ -87,15 +109,47 @@ DType config_weight_dtype(const std::string& dir) {
 }
 
 LoadedModel random_weights_model(const ModelConfig& config, DType dtype, Backend& be, uint64_t seed,
-                                 const std::string& label) {
+                                 const std::string& label, QuantParams quant) {
   if (dtype != DType::bf16 && dtype != DType::f16 && dtype != DType::f32)
     throw_error(ErrorCode::unsupported, "{}: random weights in {} (only bf16, f16, f32)", label,
                 dtype_name(dtype));
   LoadedModel m;
   m.config = config;
+  if (quant.bits > 0) {
+    if (!quant::valid_bits(quant.bits) || !quant::valid_group_size(quant.group_size))
+      throw_error(ErrorCode::invalid_argument,
+                  "{}: {}-bit, group {} (bits 2, 3, 4, 5, 6, 8; groups 32, 64, 128)", label, quant.bits,
+                  quant.group_size);
+    QuantizationConfig q;
+    q.base = quant, q.every_matrix = true;
+    m.config.quantization = q;
+  }
   ModelFactory make = find_model_factory(config.model_type);
+  // Modules whose scales were made: their .weight is packed words. (The binder asks for scales first.)
+  auto packed = std::make_shared<std::set<std::string>>();
   m.weights = std::make_unique<WeightStore>(WeightStore::on_demand(
-      label, [&be, dtype, seed](const std::string& name, const std::vector<int64_t>& shape) {
+      label, [&be, dtype, seed, quant, packed](const std::string& name, const std::vector<int64_t>& shape) {
+        auto base_of = [&](std::string_view suffix) {
+          return name.ends_with(suffix) ? name.substr(0, name.size() - suffix.size()) : std::string();
+        };
+        if (quant.bits > 0) {
+          const std::string sb = base_of(".scales"), bb = base_of(".biases"), wb = base_of(".weight");
+          if (!sb.empty() || !bb.empty()) {  // [..., in / group]: the matrix's in is groups · group_size
+            const int64_t in = shape.back() * quant.group_size;
+            const float a = std::sqrt(3.0f / static_cast<float>(std::max<int64_t>(1, in)));
+            const float v = !sb.empty() ? 2 * a / static_cast<float>((1 << quant.bits) - 1) : -a;
+            Tensor t = Tensor::empty(be.pool(), dtype, shape.data(), static_cast<int>(shape.size()), name);
+            fill(be, t, 0, v, true);
+            packed->insert(!sb.empty() ? sb : bb);
+            return t;
+          }
+          if (!wb.empty() && packed->count(wb)) {
+            Tensor t =
+                Tensor::empty(be.pool(), DType::u32, shape.data(), static_cast<int>(shape.size()), name);
+            fill_words(be, t, name_hash(name, seed));
+            return t;
+          }
+        }
         Tensor t = Tensor::empty(be.pool(), dtype, shape.data(), static_cast<int>(shape.size()), name);
         const bool norm = shape.size() == 1 && name.find("norm") != std::string::npos;
         const float a = shape.size() == 1
@@ -108,14 +162,17 @@ LoadedModel random_weights_model(const ModelConfig& config, DType dtype, Backend
     m.model = make(m.config, *m.weights, be);
   } catch (const Error& e) {
     if (std::string_view(e.what()).find(label) != std::string_view::npos) throw;
-    throw Error(e.code(), label + ": " + e.what());
+    // The pool's refusal names bytes and the limit; say what ran out (the system may refuse below the limit).
+    const bool oom = e.code() == ErrorCode::out_of_memory &&
+                     std::string_view(e.what()).find("memory") == std::string_view::npos;
+    throw Error(e.code(), label + (oom ? ": out of memory making the weights: " : ": ") + e.what());
   }
   return m;
 }
 
-LoadedModel random_weights_model(const std::string& dir, Backend& be, uint64_t seed) {
+LoadedModel random_weights_model(const std::string& dir, Backend& be, uint64_t seed, QuantParams quant) {
   return random_weights_model(load_model_config(dir), config_weight_dtype(dir), be, seed,
-                              dir + " (random weights)");
+                              dir + " (random weights)", quant);
 }
 
 }  // namespace keel::models

@@ -1,5 +1,7 @@
 #include "models/weights.h"
 
+#include <fmt/format.h>
+
 #include "core/error.h"
 #include "ops/matmul.h"
 
@@ -20,22 +22,94 @@ Tensor WeightBinder::get(std::string_view name, std::initializer_list<int64_t> s
   return store_->get(full(name), shape);
 }
 
+namespace {
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+}  // namespace
+
+Weight WeightBinder::bind(std::string_view name, const std::vector<int64_t>& shape) const {
+  const std::string base(name), path = full(base);
+  const std::optional<QuantParams>* entry = quant_ ? quant_->find(path) : nullptr;
+  const int64_t in = shape.back();
+  const bool every = quant_ && quant_->every_matrix && !(entry && !entry->has_value()) &&
+                     in % quant_->base.group_size == 0 && (in * quant_->base.bits) % 32 == 0;
+  const bool has_scales = every || has(base + ".scales");
+  if (entry && !entry->has_value()) {
+    if (has_scales)
+      throw_error(
+          ErrorCode::invalid_file,
+          "{}.scales exists, but config.json quantization[\"{}\"] is false (the module is not quantized)",
+          path, path);
+    return store_->get(path + ".weight", shape);
+  }
+  if (!has_scales) {
+    if (entry)
+      throw_error(
+          ErrorCode::invalid_file,
+          "config.json quantization[\"{}\"] quantizes {} ({}-bit, group {}), but {}.scales is missing", path,
+          path, (*entry)->bits, (*entry)->group_size, path);
+    const WeightInfo* info = store_->find(path + ".weight");
+    if (info && info->record->dtype == DType::u32)
+      throw_error(ErrorCode::invalid_file, "{}.weight is U32 (packed words), but {}.scales is missing", path,
+                  path);
+    return store_->get(path + ".weight", shape);
+  }
+  if (!every && !has(base + ".biases"))
+    throw_error(ErrorCode::invalid_file, "{}.scales exists, but {}.biases is missing (MLX affine needs both)",
+                path, path);
+  QuantParams p;
+  std::string from;
+  if (entry) {
+    p = **entry, from = fmt::format("config.json quantization[\"{}\"]", path);
+  } else if (quant_) {
+    p = quant_->base, from = "config.json quantization";
+  } else {  // no config: read off the shapes
+    const Tensor words = store_->get(path + ".weight"), scales = store_->get(path + ".scales");
+    if (words.ndim() != static_cast<int>(shape.size()) || scales.ndim() != words.ndim() ||
+        words.dim(-1) < 1 || scales.dim(-1) < 1 || (words.dim(-1) * 32) % in != 0 || in % scales.dim(-1) != 0)
+      throw_error(ErrorCode::invalid_file, "{}: packed weight {} and scales {} do not fit {}",
+                  path + ".weight", words.shape_string(), scales.shape_string(), shape_text(shape));
+    p.bits = static_cast<int32_t>(words.dim(-1) * 32 / in);
+    p.group_size = static_cast<int32_t>(in / scales.dim(-1));
+    from = "the shapes";
+  }
+  if ((in * p.bits) % 32 != 0 || in % p.group_size != 0)
+    throw_error(ErrorCode::invalid_file,
+                "{}: {} input columns do not split into {}-bit words and groups of {} ({})", path, in, p.bits,
+                p.group_size, from);
+  std::vector<int64_t> wshape = shape, sshape = shape;
+  wshape.back() = in * p.bits / 32;
+  sshape.back() = in / p.group_size;
+  try {
+    // scales and biases first: a store that makes tensors on demand learns from them that the words are
+    // packed
+    Tensor scales = store_->get(path + ".scales", sshape), biases = store_->get(path + ".biases", sshape);
+    return Weight::packed(store_->get(path + ".weight", wshape), scales, biases, p.bits, p.group_size,
+                          path + ".weight");
+  } catch (const Error& e) {
+    throw Error(e.code(), fmt::format("{} (packed {}-bit, group {}, per {}; logical shape {})", e.what(),
+                                      p.bits, p.group_size, from, shape_text(shape)));
+  }
+}
+
 Weight WeightBinder::matrix(std::string_view name, int64_t out, int64_t in) const {
-  const std::string base(name);
-  if (!has(base + ".scales")) return get(base + ".weight", {out, in});
-  // MLX affine: weight u32 [out, in·bits/32], scales and biases [out, in/group_size].
-  const Tensor words = store_->get(full(base + ".weight"));
-  const Tensor scales = store_->get(full(base + ".scales"));
-  if (words.ndim() != 2 || scales.ndim() != 2 || words.dim(1) < 1 || scales.dim(1) < 1 ||
-      (words.dim(1) * 32) % in != 0 || in % scales.dim(1) != 0)
-    throw_error(ErrorCode::invalid_file, "{}: packed weight {} and scales {} do not fit [{}, {}]",
-                full(base + ".weight"), words.shape_string(), scales.shape_string(), out, in);
-  const int32_t bits = static_cast<int32_t>(words.dim(1) * 32 / in);
-  const int32_t group = static_cast<int32_t>(in / scales.dim(1));
-  Weight w =
-      Weight::packed(get(base + ".weight", {out, words.dim(1)}), get(base + ".scales", {out, in / group}),
-                     get(base + ".biases", {out, in / group}), bits, group, full(base + ".weight"));
-  return w;
+  return bind(name, {out, in});
+}
+
+Weight WeightBinder::stacked(std::string_view name, int64_t E, int64_t out, int64_t in) const {
+  return bind(name, {E, out, in});
+}
+
+Tensor WeightBinder::conv_weight(std::string_view name, int64_t C, int64_t K) const {
+  if (const WeightInfo* info = store_->find(full(name)); info && K != 1) {
+    const std::vector<int64_t>& s = info->record->shape;
+    if (s.size() == 3 && s[0] == C && s[1] == K && s[2] == 1)
+      return store_->get(full(name)).reshape({C, 1, K});  // MLX's [C, K, 1]: the same bytes
+  }
+  return get(name, {C, 1, K});  // (a store that makes tensors on demand makes it in this shape)
 }
 
 Linear WeightBinder::linear(std::string_view name, int64_t out, int64_t in, bool bias) const {

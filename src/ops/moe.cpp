@@ -43,24 +43,26 @@ void check_expert_weights(const MoeWeights& w, int64_t H, bool swiglu, int64_t& 
                 kOp, w.up.size(), w.gate.size(), w.down.size(), E, swiglu ? "" : ", no gate for relu2");
   I = w.up[0].ndim() == 2 ? w.up[0].rows() : 0;
   check_weight(kOp, "experts.0.up_proj", w.up[0], kWeightDtypes, I, H);
-  const Weight& first = w.up[0];
-  const DType d = first.dtype();
-  auto ok = [&](const Weight& t, int64_t rows, int64_t cols) {
+  check_weight(kOp, "experts.0.down_proj", w.down[0], kWeightDtypes, H, I);
+  // up and gate share experts.0.up_proj's format, down experts.0.down_proj's (an MLX folder may leave
+  // down_proj in float where its input is not a multiple of the group size).
+  auto ok = [&](const Weight& t, const Weight& first, int64_t rows, int64_t cols) {
     return same_format(t, first) && t.ndim() == 2 && t.rows() == rows && t.cols() == cols &&
-           (t.data.dim(1) <= 1 || t.data.stride_bytes(1) == dtype_info(d).block_bytes);
+           (t.data.dim(1) <= 1 || t.data.stride_bytes(1) == dtype_info(first.dtype()).block_bytes);
   };
-  auto check = [&](const Weight& t, const char* what, int64_t e, int64_t rows, int64_t cols) {
-    if (ok(t, rows, cols)) return;  // names are formatted only for the error
+  auto check = [&](const Weight& t, const Weight& first, const char* first_name, const char* what, int64_t e,
+                   int64_t rows, int64_t cols) {
+    if (ok(t, first, rows, cols)) return;  // names are formatted only for the error
     const std::string name = fmt::format("experts.{}.{}", e, what);
     if (!same_format(t, first))
-      throw_error(ErrorCode::invalid_argument, "{}: {} is {}, experts.0.up_proj {}", kOp, name, t.describe(),
+      throw_error(ErrorCode::invalid_argument, "{}: {} is {}, {} {}", kOp, name, t.describe(), first_name,
                   first.describe());
-    check_weight(kOp, name, t, {d}, rows, cols);
+    check_weight(kOp, name, t, {first.dtype()}, rows, cols);
   };
   for (int64_t e = 0; e < E; ++e) {
-    check(w.up[e], "up_proj", e, I, H);
-    check(w.down[e], "down_proj", e, H, I);
-    if (swiglu) check(w.gate[e], "gate_proj", e, I, H);
+    check(w.up[e], w.up[0], "experts.0.up_proj", "up_proj", e, I, H);
+    check(w.down[e], w.down[0], "experts.0.down_proj", "down_proj", e, H, I);
+    if (swiglu) check(w.gate[e], w.up[0], "experts.0.up_proj", "gate_proj", e, I, H);
   }
 }
 
@@ -95,7 +97,8 @@ int64_t moe_experts_workspace_bytes(const Backend& be, const MoeShape& s) {
   if (s.T == 0) return 0;
   const int64_t f = s.swiglu ? 2 : 1;
   return grouping_bytes(s) + 4 * s.T * (2 * s.H + f * s.I) +
-         std::max(mm(be, s.T, s.H, s.I, s.weight_dtype), mm(be, s.T, s.I, s.H, s.weight_dtype));
+         std::max(mm(be, s.T, s.H, s.I, s.weight_dtype),
+                  mm(be, s.T, s.I, s.H, s.down_dtype.value_or(s.weight_dtype)));
 }
 
 int64_t moe_workspace_bytes(const Backend& be, const MoeShape& s) {
@@ -103,9 +106,11 @@ int64_t moe_workspace_bytes(const Backend& be, const MoeShape& s) {
   const int64_t f = s.swiglu ? 2 : 1;
   int64_t peak = 0;
   if (s.Is > 0)
-    peak = 4 * s.T * f * s.Is +
-           std::max(mm(be, s.T, s.H, s.Is, s.shared_dtype), mm(be, s.T, s.Is, s.H, s.shared_dtype));
-  if (s.Is > 0 && s.shared_gate) peak = std::max(peak, 4 * s.T + mm(be, s.T, s.H, 1, s.shared_dtype));
+    peak =
+        4 * s.T * f * s.Is + std::max(mm(be, s.T, s.H, s.Is, s.shared_dtype),
+                                      mm(be, s.T, s.Is, s.H, s.shared_down_dtype.value_or(s.shared_dtype)));
+  if (s.Is > 0 && s.shared_gate)
+    peak = std::max(peak, 4 * s.T + mm(be, s.T, s.H, 1, s.shared_expert_gate_dtype.value_or(s.shared_dtype)));
   peak = std::max(peak, 4 * s.T * s.E + std::max(mm(be, s.T, s.H, s.E, s.router_dtype),
                                                  routing_bytes(s) + router_bias_bytes(be, s)));
   return std::max(peak, routing_bytes(s) + moe_experts_workspace_bytes(be, s));
@@ -213,14 +218,14 @@ void moe(Backend& be, const Tensor& x, const MoeWeights& w, const MoeParams& p, 
   if (w.shared_up.defined()) {
     check_weight(kOp, "shared_expert.up_proj", w.shared_up, kWeightDtypes, kAnyDim, H);
     const int64_t Is = w.shared_up.rows();
-    check_weight(kOp, "shared_expert.down_proj", w.shared_down, {w.shared_up.dtype()}, H, Is);
-    if (swiglu) check_weight(kOp, "shared_expert.gate_proj", w.shared_gate, {w.shared_up.dtype()}, Is, H);
+    check_weight(kOp, "shared_expert.down_proj", w.shared_down, kWeightDtypes, H, Is);
+    if (swiglu) check_weight(kOp, "shared_expert.gate_proj", w.shared_gate, kWeightDtypes, Is, H);
     {
       Tensor hidden = Tensor::empty(be.pool(), DType::f32, {T, (swiglu ? 2 : 1) * Is}, "moe shared hidden");
       run_mlp(be, x, w.shared_up, swiglu ? &w.shared_gate : nullptr, w.shared_down, hidden, out);
     }
     if (w.shared_expert_gate.defined()) {
-      check_weight(kOp, "shared_expert_gate", w.shared_expert_gate, {w.shared_up.dtype()}, 1, H);
+      check_weight(kOp, "shared_expert_gate", w.shared_expert_gate, kWeightDtypes, 1, H);
       Tensor g = Tensor::empty(be.pool(), DType::f32, {T, 1}, "moe shared gate");
       matmul(be, x, w.shared_expert_gate, g);
       activation(be, g, g, Activation::sigmoid);

@@ -17,6 +17,7 @@
 // moe_latent_size compose moe_route + moe_experts around their latent projections.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "backend/backend.h"
@@ -39,7 +40,8 @@ struct MoeParams {
 
 // Matrices are Weights (core/weight.h: dense f32/bf16/f16 as stored, or packed) in HF layout [out, in]. Fused
 // 3-D expert tensors [E, out, in] pass as per-expert views (w.select(e); a fused gate_up [E, 2I, H] as
-// .slice_rows(0, I) and .slice_rows(I, I)). All experts share one format.
+// .slice_rows(0, I) and .slice_rows(I, I)). Every expert's up and gate share one format, every down one
+// (possibly another); each shared-expert matrix and the router may have its own.
 struct MoeWeights {
   Weight router;             // [E, H] gate.weight
   Tensor router_bias;        // [E] e_score_correction_bias (f32/bf16/f16) or undefined
@@ -70,6 +72,10 @@ struct MoeShape {
   int64_t T = 0, H = 0, E = 0, top_k = 1, I = 0, Is = 0;  // Is = 0: no shared expert
   bool swiglu = true, shared_gate = false, router_bias = false;
   WeightFormat router_dtype = DType::f32, weight_dtype = DType::f32, shared_dtype = DType::f32;
+  // Where a role's format differs from weight_dtype (experts' down_proj) or shared_dtype (the shared expert's
+  // down_proj, its sigmoid gate) — MLX folders quantize only matrices whose input is a multiple of the group
+  // size, and per-module entries give others their own width: nullopt = the same.
+  std::optional<WeightFormat> down_dtype, shared_down_dtype, shared_expert_gate_dtype;
 };
 
 // Bytes moe_experts / moe take from the pool, exactly in the worst case of the routing (every matmul's panel

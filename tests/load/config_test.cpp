@@ -443,3 +443,73 @@ TEST(JsonLenient, RewritesOnlyBareTokens) {
   EXPECT_FALSE(json_integer(nlohmann::json(3.5)).has_value());
   EXPECT_FALSE(json_integer(nlohmann::json(1e30)).has_value());
 }
+
+// MLX quantization blocks (mlx-lm mlx_lm/utils.py: "quantization" and its copy "quantization_config";
+// per-module entries keyed by path, a dict or false; older mlx-lm also wrote true).
+namespace {
+std::string qwen3_with(const std::string& extra) {
+  return R"({"model_type": "qwen3", "vocab_size": 10, "hidden_size": 8, "num_hidden_layers": 1,
+             "num_attention_heads": 2, "num_key_value_heads": 2, "intermediate_size": 8, )" +
+         extra + "}";
+}
+}  // namespace
+
+TEST(Config, MlxQuantizationBlock) {
+  ModelConfig plain = parse_model_config(qwen3_with(R"("head_dim": 4)"));
+  EXPECT_FALSE(plain.quantization.has_value());
+  ModelConfig c =
+      parse_model_config(qwen3_with(R"("quantization": {"group_size": 64, "bits": 4, "mode": "affine",
+      "model.layers.0.mlp.gate": {"group_size": 32, "bits": 8}, "model.layers.0.mlp.down_proj": false,
+      "model.layers.0.mlp.up_proj": true, "model.layers.0.self_attn.q_proj": {"bits": 6}},
+      "quantization_config": {"group_size": 64, "bits": 4})"));
+  ASSERT_TRUE(c.quantization.has_value());
+  const QuantizationConfig& q = *c.quantization;
+  EXPECT_EQ(q.base.bits, 4);
+  EXPECT_EQ(q.base.group_size, 64);
+  const std::optional<QuantParams>* gate = q.find("model.layers.0.mlp.gate");
+  ASSERT_TRUE(gate && gate->has_value());
+  EXPECT_EQ((*gate)->bits, 8);
+  EXPECT_EQ((*gate)->group_size, 32);
+  const std::optional<QuantParams>* down = q.find("model.layers.0.mlp.down_proj");
+  ASSERT_TRUE(down);
+  EXPECT_FALSE(down->has_value());  // false: kept in float
+  const std::optional<QuantParams>* up = q.find("model.layers.0.mlp.up_proj");
+  ASSERT_TRUE(up && up->has_value());
+  EXPECT_EQ((*up)->bits, 4);  // true: the defaults
+  const std::optional<QuantParams>* qp = q.find("model.layers.0.self_attn.q_proj");
+  ASSERT_TRUE(qp && qp->has_value());
+  EXPECT_EQ((*qp)->bits, 6);
+  EXPECT_EQ((*qp)->group_size, 64);  // the entry's missing field takes the default
+  EXPECT_EQ(q.find("model.layers.0.self_attn.k_proj"), nullptr);
+  // quantization_config alone (the hf-tree copy), mode absent: affine.
+  ModelConfig copy =
+      parse_model_config(qwen3_with(R"("quantization_config": {"group_size": 32, "bits": 3})"));
+  ASSERT_TRUE(copy.quantization.has_value());
+  EXPECT_EQ(copy.quantization->base.bits, 3);
+  EXPECT_EQ(copy.quantization->base.group_size, 32);
+  // Renaming entries with the tensors (Qwen3.5's language_model.model. → model.).
+  QuantizationConfig r = q;
+  r.rename_prefix("model.layers.0.", "model.layers.9.");
+  EXPECT_NE(r.find("model.layers.9.mlp.gate"), nullptr);
+  EXPECT_EQ(r.find("model.layers.0.mlp.gate"), nullptr);
+}
+
+TEST(Config, MlxQuantizationErrorsNameTheModeOrField) {
+  for (const char* mode : {"mxfp4", "mxfp8", "nvfp4"})
+    expect_config_error(
+        qwen3_with(fmt::format(R"("quantization": {{"group_size": 32, "bits": 4, "mode": "{}"}})", mode)),
+        ErrorCode::unsupported, {"quantization.mode", mode, "affine"});
+  expect_config_error(qwen3_with(R"("quantization": {"group_size": 64, "bits": 7})"), ErrorCode::invalid_file,
+                      {"quantization.bits", "7", "2, 3, 4, 5, 6, 8"});
+  expect_config_error(qwen3_with(R"("quantization": {"group_size": 48, "bits": 4})"), ErrorCode::invalid_file,
+                      {"quantization.group_size", "48"});
+  expect_config_error(qwen3_with(R"("quantization": {"bits": 4})"), ErrorCode::invalid_file,
+                      {"quantization", "group_size", "missing"});
+  expect_config_error(qwen3_with(R"("quantization": {"group_size": 64, "bits": 4, "model.embed_tokens": 3})"),
+                      ErrorCode::invalid_file, {"model.embed_tokens", "false"});
+  expect_config_error(qwen3_with(R"("quantization": {"group_size": 64, "bits": 4,
+                                                      "model.embed_tokens": {"bits": 9}})"),
+                      ErrorCode::invalid_file, {"model.embed_tokens", "bits", "9"});
+  expect_config_error(qwen3_with(R"("quantization_config": {"quant_method": "fp8", "fmt": "e4m3"})"),
+                      ErrorCode::unsupported, {"quant_method", "fp8"});
+}

@@ -75,6 +75,49 @@ TEST(Inspect, JsonReportForATinyNemotronH) {
   EXPECT_TRUE(r["step_workspace_bytes"].is_null());
 }
 
+// An MLX-quantized folder: the packed modules' bytes (u32 words + bf16 scales + biases) summed here, the
+// config's block as written.
+TEST(Inspect, MlxQuantizedFolderCountsPackedBytes) {
+  TempDir dir;
+  write_file(dir.file("config.json"), R"({"model_type": "nemotron_h", "vocab_size": 64, "hidden_size": 32,
+    "hybrid_override_pattern": "M*-E", "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2,
+    "head_dim": 8, "mamba_num_heads": 4, "mamba_head_dim": 8, "n_groups": 2, "ssm_state_size": 16,
+    "conv_kernel": 4, "intermediate_size": 32, "n_routed_experts": 4, "num_experts_per_tok": 2,
+    "moe_intermediate_size": 8, "max_position_embeddings": 1024,
+    "quantization": {"group_size": 32, "bits": 4, "backbone.layers.3.mixer.switch_mlp.fc1": {"group_size": 32,
+      "bits": 8}, "backbone.layers.1.mixer.q_proj": false}})");
+  std::vector<uint32_t> embed(64 * 4, 0x12345678u), fc1(4 * 8 * 8, 0x01020304u);
+  std::vector<uint16_t> embed_s(64, 0x3f80), fc1_s(4 * 8, 0x3f80);
+  std::vector<float> a_log(4, 0.5f);
+  write_file(dir.file("model.safetensors"),
+             SafetensorsBuilder()
+                 .add("backbone.embeddings.weight", "U32", {64, 4}, bytes_of(embed))
+                 .add("backbone.embeddings.scales", "BF16", {64, 1}, bytes_of(embed_s))
+                 .add("backbone.embeddings.biases", "BF16", {64, 1}, bytes_of(embed_s))
+                 .add("backbone.layers.0.mixer.A_log", "F32", {4}, bytes_of(a_log))
+                 .add("backbone.layers.3.mixer.switch_mlp.fc1.weight", "U32", {4, 8, 8}, bytes_of(fc1))
+                 .add("backbone.layers.3.mixer.switch_mlp.fc1.scales", "BF16", {4, 8, 1}, bytes_of(fc1_s))
+                 .add("backbone.layers.3.mixer.switch_mlp.fc1.biases", "BF16", {4, 8, 1}, bytes_of(fc1_s))
+                 .build());
+  nlohmann::json r = nlohmann::json::parse(run_inspect({"-m", dir.path(), "--json"}));
+  const int64_t packed = 64 * 4 * 4 + 2 * 64 * 2 + 4 * 8 * 8 * 4 + 2 * 4 * 8 * 2;
+  EXPECT_EQ(r["weight_bytes"], packed + 16);
+  EXPECT_EQ(r["weight_bytes_by_dtype"]["u32"], 64 * 4 * 4 + 4 * 8 * 8 * 4);
+  ASSERT_TRUE(r["quantization"].is_object()) << r.dump();
+  EXPECT_EQ(r["quantization"]["bits"], 4);
+  EXPECT_EQ(r["quantization"]["group_size"], 32);
+  EXPECT_EQ(r["quantization"]["packed_modules"], 2);
+  EXPECT_EQ(r["quantization"]["module_entries"], 2);
+  EXPECT_EQ(r["quantization"]["module_overrides"], 1);
+  EXPECT_EQ(r["quantization"]["packed_bytes"], packed);
+  const std::string text = run_inspect({"-m", dir.path()});
+  EXPECT_NE(text.find("MLX affine     4-bit, group 32; 2 packed modules"), std::string::npos) << text;
+  // An unquantized folder says so.
+  TempDir plain;
+  write_tiny_nemotron(plain);
+  EXPECT_TRUE(nlohmann::json::parse(run_inspect({"-m", plain.path(), "--json"}))["quantization"].is_null());
+}
+
 TEST(Inspect, TextReport) {
   TempDir dir;
   write_tiny_nemotron(dir);

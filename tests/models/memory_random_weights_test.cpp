@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <utility>
 
 #include "../fixtures/model_fixtures.h"
 #include "model_test_util.h"
@@ -120,6 +122,47 @@ TEST(RandomWeights, LogitsFiniteAndFarFromUniform) {
     // Uniform would give log(1/V) everywhere; the best token must be far likelier than that.
     EXPECT_GT(top, -std::log(static_cast<double>(V)) + 1.0) << "top log-prob " << top;
   }
+}
+
+// Random weights packed at a width (keel bench --random-weights --quantize): for the families whose MLX names
+// are the Hugging Face ones (llama, qwen3), the same tensors, dtypes, shapes and bytes as the MLX folder
+// tools/mlx_convert.py writes at that width (every matrix whose input splits into groups packed), and a
+// forward pass whose logits are finite and far from uniform.
+TEST(RandomWeights, PackedAtAWidthLikeTheMlxFolder) {
+  for (const std::string name : {"llama", "qwen3"})
+    for (auto [bits, group] : {std::pair{4, 64}, {3, 32}}) {
+      SCOPED_TRACE(fmt::format("{} {}-bit group {}", name, bits, group));
+      TempDir dir;
+      const std::string cmd = fmt::format(
+          "python3 {}/tools/mlx_convert.py quantize --src {} --out {} --bits {} --group-size {} > /dev/null",
+          KEEL_SOURCE_DIR, fixture_dir(name), dir.path(), bits, group);
+      ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+      WeightStore files = WeightStore::open(dir.path());
+      MemoryPool pool("cpu", int64_t{1} << 30);
+      CpuBackend be(pool, 2);
+      models::LoadedModel m =
+          models::random_weights_model(fixture_dir(name), be, 5, QuantParams{bits, group});
+      for (const std::string& n : files.names()) {
+        ASSERT_TRUE(m.weights->has(n)) << n << " was not made";
+        Tensor f = files.get(n), r = m.weights->get(n);
+        EXPECT_EQ(r.dtype(), f.dtype()) << n;
+        EXPECT_EQ(r.shape_string(), f.shape_string()) << n;
+      }
+      EXPECT_EQ(m.weights->total_bytes(), files.total_bytes());  // nothing made beyond the folder's tensors
+      std::vector<int32_t> ids(50);
+      for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>((i * 7919) % 300);
+      auto state = m.model->new_state(static_cast<int64_t>(ids.size()));
+      StepItem item{state.get(), ids, 1, nullptr};
+      Tensor logits = m.model->forward({&item, 1});
+      const int64_t V = m.model->vocab_size();
+      const std::vector<double> lp = log_softmax_rows(logits.ptr<float>(), 1, V);
+      double top = -1e300;
+      for (double x : lp) {
+        ASSERT_TRUE(std::isfinite(x));
+        top = std::max(top, x);
+      }
+      EXPECT_GT(top, -std::log(static_cast<double>(V)) + 1.0) << "top log-prob " << top;
+    }
 }
 
 TEST(RandomWeights, RefusedByThePoolWithTheTensorNamed) {

@@ -82,25 +82,29 @@ TEST(Embedding, PackedTableRowsOrAClearRefusal) {
   KEEL_TEST_RNG(rng);
   for (OpBackend* ob : op_backends()) {
     SCOPED_TRACE(ob->name);
-    for (int32_t bits : {3, 4, 8}) {
-      PackedCase c = make_packed(*ob, rng, 20, 128, bits, 32);
-      const std::vector<double> id_values = {19, 0, 7, 7};
-      Tensor ids = tensor_from(*ob, DType::i32, {4}, id_values);
-      Tensor out = nan_tensor(*ob, {4, 128});
-      if (!ob->be().supports(Op::embedding, DType::u32)) {
-        try {
-          ops::embedding(ob->be(), c.w, ids, out);
-          ADD_FAILURE() << "no error";
-        } catch (const Error& e) {
-          EXPECT_EQ(e.code(), ErrorCode::unsupported);
-          EXPECT_NE(std::string(e.what()).find(ob->name), std::string::npos) << e.what();
+    int n = 0;
+    for (int32_t bits : {2, 3, 4, 5, 6, 8})
+      for (int32_t group : {32, 64, 128}) {
+        SCOPED_TRACE(fmt::format("bits={} group={}", bits, group));
+        const DType sd = n++ % 2 ? DType::f16 : DType::bf16;
+        PackedCase c = make_packed(*ob, rng, 20, 128, bits, group, sd);
+        const std::vector<double> id_values = {19, 0, 7, 7};
+        Tensor ids = tensor_from(*ob, DType::i32, {4}, id_values);
+        Tensor out = nan_tensor(*ob, {4, 128});
+        if (!ob->be().supports(Op::embedding, DType::u32)) {
+          try {
+            ops::embedding(ob->be(), c.w, ids, out);
+            ADD_FAILURE() << "no error";
+          } catch (const Error& e) {
+            EXPECT_EQ(e.code(), ErrorCode::unsupported);
+            EXPECT_NE(std::string(e.what()).find(ob->name), std::string::npos) << e.what();
+          }
+          continue;
         }
-        continue;
+        ops::embedding(ob->be(), c.w, ids, out);
+        std::vector<double> want = lookup(c.dense, id_values, 128);
+        for (double& v : want) v = static_cast<float>(v);
+        EXPECT_TRUE(all_close(out, want, 0, 0)) << bits << " bits";
       }
-      ops::embedding(ob->be(), c.w, ids, out);
-      std::vector<double> want = lookup(c.dense, id_values, 128);
-      for (double& v : want) v = static_cast<float>(v);
-      EXPECT_TRUE(all_close(out, want, 0, 0)) << bits << " bits";
-    }
   }
 }

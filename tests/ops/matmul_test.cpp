@@ -16,6 +16,23 @@ void expect_matches(const Tensor& y, const std::vector<double>& ref, int64_t in)
   EXPECT_TRUE(all_close(y, ref, 1e-6 * std::sqrt(static_cast<double>(in)) * max_abs(ref), 1e-5));
 }
 
+// Packed cases: outputs may cancel to far below their terms (one output, 32 terms), so the absolute allowance
+// also scales with the largest Σ_k |x·w| of any output: 3e-7·sqrt(in) of it (fp32 rounding of `in` terms,
+// ε = 6e-8, grows like sqrt(in)·ε·Σ|terms|; a dropped or doubled term is ~1/in of it).
+void expect_matches_terms(const Tensor& y, const std::vector<double>& ref, const std::vector<double>& x,
+                          const std::vector<double>& w, int64_t T, int64_t in, int64_t out) {
+  double terms = 0;
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t o = 0; o < out; ++o) {
+      double sum = 0;
+      for (int64_t k = 0; k < in; ++k)
+        sum += std::fabs(x[static_cast<size_t>(t * in + k)] * w[static_cast<size_t>(o * in + k)]);
+      terms = std::max(terms, sum);
+    }
+  const double sq = std::sqrt(static_cast<double>(in));
+  EXPECT_TRUE(all_close(y, ref, 1e-6 * sq * max_abs(ref) + 3e-7 * sq * terms, 1e-5));
+}
+
 struct Shape {
   int64_t T, in, out;
 };
@@ -195,5 +212,93 @@ TEST(Matmul, PackedShapeErrorsNameTheTensor) {
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::invalid_argument);
     EXPECT_NE(std::string(e.what()).find("[*, 192]"), std::string::npos) << e.what();
+  }
+}
+
+// Packed weights at every bit width and group size against the harness's own bit packing (W = scale·q +
+// bias in double): T on both paths (< 8: dequantized in registers; ≥ 8: panels of 64, with T mod 6 = 1..5),
+// out odd, below one tile, past one panel; in one group, several, and past a k block of 512. Scales in bf16,
+// f16 and f32 (the product scale·q is exact for the 16-bit ones). Plus the planned workspace.
+TEST(Matmul, PackedMatchesReferenceEveryBitsAndGroup) {
+  KEEL_TEST_RNG(rng);
+  struct PShape {
+    int64_t T, groups, out;
+  };
+  const PShape shapes[] = {{1, 1, 1}, {2, 3, 5}, {7, 2, 67}, {8, 1, 16}, {13, 9, 33}, {37, 5, 130}};
+  const DType scale_dtypes[] = {DType::bf16, DType::f16, DType::f32};
+  for (OpBackend* ob : op_backends()) {
+    SCOPED_TRACE(ob->name);
+    int n = 0;
+    for (int32_t bits : {2, 3, 4, 5, 6, 8})
+      for (int32_t group : {32, 64, 128})
+        for (const PShape& s : shapes) {
+          const DType sd = scale_dtypes[n++ % 3];
+          const int64_t in = s.groups * group;
+          SCOPED_TRACE(fmt::format("bits={} group={} scales {} T={} in={} out={}", bits, group,
+                                   dtype_name(sd), s.T, in, s.out));
+          PackedCase c = make_packed(*ob, rng, s.out, in, bits, group, sd, 0.1 / (1 << bits), 0.05);
+          Tensor x = random_tensor(*ob, rng, DType::f32, {s.T, in});
+          Tensor y = nan_tensor(*ob, {s.T, s.out});
+          int64_t peak = pool_peak_during(ob->pool(), [&] { ops::matmul(ob->be(), x, c.w, y); });
+          const std::vector<double> xv = values(x);
+          expect_matches_terms(y, ref::matmul(xv, c.dense, {}, s.T, in, s.out), xv, c.dense, s.T, in, s.out);
+          EXPECT_TRUE(workspace_ok(peak, ops::matmul_workspace_bytes(ob->be(), s.T, in, s.out, c.w)));
+        }
+  }
+}
+
+// A packed weight's row view (a fused gate_up's half: words, scales and biases rows offset together), a bias,
+// strided x and y.
+TEST(Matmul, PackedRowViewBiasAndStridedRows) {
+  KEEL_TEST_RNG(rng);
+  for (OpBackend* ob : op_backends()) {
+    SCOPED_TRACE(ob->name);
+    for (int32_t bits : {3, 4, 6})
+      for (int64_t T : {1, 11}) {
+        SCOPED_TRACE(fmt::format("bits={} T={}", bits, T));
+        const int64_t in = 128;
+        PackedCase c = make_packed(*ob, rng, 40, in, bits, 32, DType::bf16, 0.02, 0.1);
+        Weight w = c.w.slice_rows(9, 30);
+        std::vector<double> dense(c.dense.begin() + 9 * in, c.dense.begin() + 39 * in);
+        Tensor xs = random_tensor(*ob, rng, DType::f32, {T, in + 20});
+        Tensor bias = random_tensor(*ob, rng, DType::f32, {30});
+        Tensor ys = nan_tensor(*ob, {T, 50});
+        Tensor x = xs.slice(1, 5, in), y = ys.slice(1, 7, 30);
+        ops::matmul(ob->be(), x, w, bias, y);
+        expect_matches(y, ref::matmul(values(x), dense, values(bias), T, in, 30), in);
+        EXPECT_TRUE(std::isnan(element(ys, 6)) && std::isnan(element(ys, 37))) << "wrote outside the y view";
+      }
+  }
+}
+
+// docs/OPS.md batch invariance for packed weights: a row's bits do not depend on T (decode in registers
+// vs prefill panels of 64, k blocks of 512) or on the thread count.
+TEST(Matmul, PackedBatchInvariantBitwise) {
+  KEEL_TEST_RNG(rng);
+  for (int32_t bits : {2, 5, 8}) {
+    SCOPED_TRACE(fmt::format("bits={}", bits));
+    std::vector<Tensor> batch_results;
+    OpBackend& first = *op_backends().front();
+    const int64_t in = 1024 + 64, out = 150;
+    PackedCase c = make_packed(first, rng, out, in, bits, 64, DType::bf16, 0.1 / (1 << bits), 0.05);
+    Tensor x = random_tensor(first, rng, DType::f32, {37, in});
+    Tensor bias = random_tensor(first, rng, DType::f32, {out});
+    for (OpBackend* ob : op_backends()) {
+      SCOPED_TRACE(ob->name);
+      Tensor y = nan_tensor(*ob, {37, out});
+      ops::matmul(ob->be(), x, c.w, bias, y);
+      for (int64_t t : {0, 17, 36}) {
+        Tensor alone = nan_tensor(*ob, {1, out});
+        ops::matmul(ob->be(), x.slice(0, t, 1), c.w, bias, alone);
+        EXPECT_TRUE(bitwise_equal(alone, y.slice(0, t, 1))) << "row " << t;
+        Tensor nine = nan_tensor(*ob, {9, out});  // the prefill path at another T
+        const int64_t t0 = t > 8 ? t - 8 : t;
+        ops::matmul(ob->be(), x.slice(0, t0, 9), c.w, bias, nine);
+        EXPECT_TRUE(bitwise_equal(nine.slice(0, t - t0, 1), y.slice(0, t, 1))) << "row " << t;
+      }
+      if (ob->is_cpu()) batch_results.push_back(y);
+    }
+    size_t n = batch_results.size();
+    EXPECT_TRUE(bitwise_equal(batch_results[n - 1], batch_results[n - 2])) << "3 threads vs 1 thread";
   }
 }

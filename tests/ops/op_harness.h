@@ -237,13 +237,15 @@ struct PackedCase {
   std::vector<double> dense;  // [rows, cols]
 };
 
+// Scales uniform in ±scale_amp, biases in ±bias_amp, both stored as scale_dtype; q uniform in [0, 2^bits).
 inline PackedCase make_packed(OpBackend& ob, TestRng& rng, int64_t rows, int64_t cols, int32_t bits,
-                              int32_t group) {
+                              int32_t group, DType scale_dtype = DType::bf16, double scale_amp = 0.05,
+                              double bias_amp = 0.2) {
   const int64_t n_words = cols * bits / 32, groups = cols / group;
   Tensor words = Tensor::empty(ob.pool(), DType::u32, {rows, n_words}, "packed words");
   std::fill_n(words.ptr<uint32_t>(), rows * n_words, 0u);
-  Tensor scales = random_tensor(ob, rng, DType::bf16, {rows, groups}, 0.05);
-  Tensor biases = random_tensor(ob, rng, DType::bf16, {rows, groups}, 0.2);
+  Tensor scales = random_tensor(ob, rng, scale_dtype, {rows, groups}, scale_amp);
+  Tensor biases = random_tensor(ob, rng, scale_dtype, {rows, groups}, bias_amp);
   const std::vector<double> s = values(scales), b = values(biases);
   PackedCase c;
   c.dense.resize(static_cast<size_t>(rows * cols));

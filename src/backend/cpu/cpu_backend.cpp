@@ -56,8 +56,10 @@ std::string CpuBackend::name() const {
   return fmt::format("cpu ({}, {} threads)", cpu_isa_name(isa_), threads_.size());
 }
 
-// Dense f32/bf16/f16 weights everywhere; no packed (u32) kernels yet.
-bool CpuBackend::supports(Op, DType dtype) const {
+// Dense f32/bf16/f16 weights everywhere; packed (u32, MLX affine) ones in matmul, the embedding lookup and
+// the MoE experts (whose products are matmuls).
+bool CpuBackend::supports(Op op, DType dtype) const {
+  if (dtype == DType::u32) return op == Op::matmul || op == Op::embedding || op == Op::moe;
   return dtype == DType::f32 || dtype == DType::bf16 || dtype == DType::f16;
 }
 

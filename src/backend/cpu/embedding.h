@@ -1,4 +1,5 @@
-// CPU kernel for embedding lookup: rows of a table in its stored dtype, widened to f32 (exactly).
+// CPU kernel for embedding lookup: rows of a table in its stored dtype, widened to f32 (exactly); packed rows
+// (MLX affine) are dequantized on lookup (matmul.h's dequantize_packed).
 #pragma once
 #include <cstdint>
 

@@ -18,11 +18,28 @@ int64_t worker_count(int64_t out, int n_threads) {
   return std::max<int64_t>(1, std::min<int64_t>(n_threads, shares));
 }
 
+// Floats of one worker's panel (0: none).
+int64_t panel_floats(int64_t T, int64_t in, int32_t w_bits) {
+  if (!uses_panels(T)) return 0;
+  return kMatmulPanelRows * (w_bits > 0 ? in : (in + 15) / 16 * 16);
+}
+
 }  // namespace
 
-int64_t matmul_workspace_bytes(int64_t T, int64_t in, int64_t out, DType, int n_threads) {
-  if (!uses_panels(T) || out == 0) return 0;
-  return worker_count(out, n_threads) * kMatmulPanelRows * ((in + 15) / 16 * 16) * 4;
+int64_t matmul_workspace_bytes(int64_t T, int64_t in, int64_t out, int32_t w_bits, int n_threads) {
+  if (T == 0 || out == 0) return 0;
+  return worker_count(out, n_threads) * panel_floats(T, in, w_bits) * 4;
+}
+
+int packed_lanes(CpuIsa isa) {
+  return isa >= CpuIsa::avx512 ? 16 : 8;
+}
+
+void dequantize_packed(CpuIsa isa, const PackedRow& r, int64_t n, float* out) {
+  const int64_t L = packed_lanes(isa);
+  if (isa >= CpuIsa::avx512) return dequantize_packed_avx512(r, n, out, L);
+  if (isa == CpuIsa::avx2) return dequantize_packed_avx2(r, n, out, L);
+  dequantize_packed_generic(r, n, out, L);
 }
 
 void matmul(CpuBackend& be, const MatmulArgs& a) {
@@ -31,18 +48,15 @@ void matmul(CpuBackend& be, const MatmulArgs& a) {
                  : be.isa() == CpuIsa::avx2 ? matmul_cols_avx2
                                             : matmul_cols_generic;
   const int64_t workers = worker_count(a.out, be.threads()->size());
-  Tensor panels;  // [workers, kMatmulPanelRows, round_up(in, 16)] f32 for prefill
-  int64_t panel_floats = 0;
-  if (uses_panels(a.T)) {
-    panel_floats = kMatmulPanelRows * ((a.in + 15) / 16 * 16);
-    panels = Tensor::empty(be.pool(), DType::f32, {workers, panel_floats}, "matmul weight panels");
-  }
+  Tensor panels;  // [workers, panel_floats] f32 for prefill
+  const int64_t floats = panel_floats(a.T, a.in, a.w_bits);
+  if (floats > 0) panels = Tensor::empty(be.pool(), DType::f32, {workers, floats}, "matmul weight panels");
   // Worker w takes columns [w·out/workers, (w+1)·out/workers) rounded to 16; each computes its columns whole.
   be.threads()->parallel_for(workers, [&](int64_t begin, int64_t end, int) {
     for (int64_t w = begin; w < end; ++w) {
       int64_t o_begin = std::min(a.out, (a.out * w / workers + 15) / 16 * 16);
       int64_t o_end = w + 1 == workers ? a.out : std::min(a.out, (a.out * (w + 1) / workers + 15) / 16 * 16);
-      float* panel = panel_floats ? panels.ptr<float>() + w * panel_floats : nullptr;
+      float* panel = floats ? panels.ptr<float>() + w * floats : nullptr;
       if (o_begin < o_end) kernel(a, o_begin, o_end, panel);
     }
   });
@@ -57,7 +71,7 @@ void CpuBackend::matmul(const MatmulArgs& a) {
 }
 
 int64_t CpuBackend::matmul_workspace(const MatmulArgs& a) const {
-  return cpu::matmul_workspace_bytes(a.T, a.in, a.out, a.w_dtype, workers());
+  return cpu::matmul_workspace_bytes(a.T, a.in, a.out, a.w_bits, workers());
 }
 
 }  // namespace keel

@@ -1,11 +1,16 @@
 // CPU kernels for y[T, out] = x[T, in] · W[out, in]ᵀ (+ bias[out]); x, y, bias f32; W f32, bf16 or f16 as
-// stored.
+// stored, or packed (MLX affine, core/weight.h: 2, 3, 4, 5, 6 or 8 bits, groups of 32, 64 or 128).
 //
 // Numerics (decided): activations stay f32 and every product is an f32 FMA. bf16/f16 weights are widened to
 // f32 (exactly) — in registers for a few rows (decode), or a panel of 64 weight rows at a time into
 // per-worker scratch, packed for the register tile, for many rows (prefill; f32 weights are packed the same
 // way). The AVX-512 BF16 dot product (vdpbf16ps) is not used: it would round x to bf16 (8 bits of mantissa),
 // an error the reference fixtures' 1e-3 log-prob tolerance does not leave room for.
+//
+// Packed weights are dequantized (W = scale·q + bias in f32: a product, then a sum), never the whole matrix:
+// below kMatmulPanelMinRows rows of x (decode) NR rows at a time in registers, L elements per step, each used
+// at once (the packed words stream from memory); above, kMatmulPanelRows rows at a time into the same
+// per-worker panel as bf16 weights, then the panel kernel. Both give the values and the order below.
 //
 // Batch invariance: y[t, o] is one vector accumulator of the ISA's width L over k (lane j sums k ≡ j mod L in
 // increasing k, the last partial step zero-padded), reduced by a fixed tree, plus bias. That order depends
@@ -18,7 +23,7 @@
 
 namespace keel::cpu {
 
-// MatmulArgs: backend/kernel_args.h (dense weights only here: supports() refuses packed ones).
+// MatmulArgs: backend/kernel_args.h.
 
 // Rows at or above which weights are copied (widened) a packed panel at a time (below: read in place, widened
 // in registers, no workspace).
@@ -28,12 +33,31 @@ constexpr int64_t kMatmulPanelRows = 64;
 
 void matmul(CpuBackend& be, const MatmulArgs& args);
 // Exactly the bytes matmul() takes from the pool for these shapes on `n_threads` workers.
-int64_t matmul_workspace_bytes(int64_t T, int64_t in, int64_t out, DType w_dtype, int n_threads);
+// w_bits > 0: packed weights (panels of `in` floats per row: in is a multiple of the group size).
+int64_t matmul_workspace_bytes(int64_t T, int64_t in, int64_t out, int32_t w_bits, int n_threads);
 
 // Per-ISA entry points (matmul_<isa>.cpp): y[t, o] for every t and o in [o_begin, o_end). `panel` is f32
 // scratch of kMatmulPanelRows × round_up(in, 16) floats when T ≥ kMatmulPanelMinRows, else null.
 void matmul_cols_generic(const MatmulArgs& a, int64_t o_begin, int64_t o_end, float* panel);
 void matmul_cols_avx2(const MatmulArgs& a, int64_t o_begin, int64_t o_end, float* panel);
 void matmul_cols_avx512(const MatmulArgs& a, int64_t o_begin, int64_t o_end, float* panel);
+
+// One packed row (MLX affine) dequantized to f32: out[k] = scale[k / group]·q_k + bias[k / group] for k in
+// [0, n), L elements at a time, each L-block at out + (k / L)·step (step = L: contiguous; the panel's
+// interleave otherwise). L is the ISA's width (8 for generic and avx2, 16 for avx512). With bf16/f16 scales
+// every ISA gives the same values (scale·q is exact in f32); with f32 scales the compiler may fuse the
+// product and the sum where the ISA has FMA (the same on every path of one ISA, so batch invariance holds).
+struct PackedRow {
+  const uint32_t* words = nullptr;
+  const char* scales = nullptr;
+  const char* biases = nullptr;
+  DType scale_dtype = DType::f32;
+  int32_t bits = 0, group_size = 0;
+};
+void dequantize_packed_generic(const PackedRow& r, int64_t n, float* out, int64_t step);
+void dequantize_packed_avx2(const PackedRow& r, int64_t n, float* out, int64_t step);
+void dequantize_packed_avx512(const PackedRow& r, int64_t n, float* out, int64_t step);
+int packed_lanes(CpuIsa isa);  // L of dequantize_packed_<isa>
+void dequantize_packed(CpuIsa isa, const PackedRow& r, int64_t n, float* out);  // contiguous
 
 }  // namespace keel::cpu

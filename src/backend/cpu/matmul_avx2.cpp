@@ -37,6 +37,30 @@ struct V256 {
   static F load_f16(const uint16_t* p) {
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
   }
+  static F set1(float x) { return _mm256_set1_ps(x); }
+  static F mul(F a, F b) { return _mm256_mul_ps(a, b); }
+  static F add(F a, F b) { return _mm256_add_ps(a, b); }
+  // 8 values of B bits (B bytes): each lane's two bytes shuffled into place, shifted, masked.
+  // Wide: 16 bytes may be read at p (else exactly B, through a copy).
+  template <int B, bool Wide>
+  static F unpack(const uint8_t* p) {
+    if constexpr (B == 8)  // one byte a lane: widen the 8 bytes directly
+      return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+    __m128i bytes;
+    if constexpr (Wide) {
+      bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    } else {
+      alignas(16) uint8_t buf[16] = {};
+      std::memcpy(buf, p, B);
+      bytes = _mm_load_si128(reinterpret_cast<const __m128i*>(buf));
+    }
+    const auto& t = matmul_tile::kUnpackTable<B, 8>;
+    __m256i v = _mm256_broadcastsi128_si256(bytes);
+    v = _mm256_shuffle_epi8(v, _mm256_load_si256(reinterpret_cast<const __m256i*>(t.ctrl)));
+    v = _mm256_srlv_epi32(v, _mm256_load_si256(reinterpret_cast<const __m256i*>(t.shift)));
+    v = _mm256_and_si256(v, _mm256_set1_epi32((1 << B) - 1));
+    return _mm256_cvtepi32_ps(v);
+  }
   // (lanes 0-3 + 4-7 → 2 + 2 → 1 + 1)
   static float sum(F v) {
     __m128 q = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -50,6 +74,10 @@ struct V256 {
 
 void matmul_cols_avx2(const MatmulArgs& a, int64_t o_begin, int64_t o_end, float* panel) {
   matmul_tile::matmul_cols<V256>(a, o_begin, o_end, panel);
+}
+
+void dequantize_packed_avx2(const PackedRow& r, int64_t n, float* out, int64_t step) {
+  matmul_tile::dequantize_packed<V256>(r, n, out, step);
 }
 
 }  // namespace keel::cpu

@@ -39,6 +39,30 @@ struct V512 {
   static F load_f16(const uint16_t* p) {
     return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
   }
+  static F set1(float x) { return _mm512_set1_ps(x); }
+  static F mul(F a, F b) { return _mm512_mul_ps(a, b); }
+  static F add(F a, F b) { return _mm512_add_ps(a, b); }
+  // 16 values of B bits (2B bytes): each lane's two bytes shuffled into place, shifted, masked.
+  // Wide: 16 bytes may be read at p (else exactly 2B, through a copy).
+  template <int B, bool Wide>
+  static F unpack(const uint8_t* p) {
+    if constexpr (B == 8)  // one byte a lane: widen the 16 bytes directly
+      return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+    __m128i bytes;
+    if constexpr (Wide) {
+      bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    } else {
+      alignas(16) uint8_t buf[16] = {};
+      std::memcpy(buf, p, 2 * B);
+      bytes = _mm_load_si128(reinterpret_cast<const __m128i*>(buf));
+    }
+    const auto& t = matmul_tile::kUnpackTable<B, 16>;
+    __m512i v = _mm512_broadcast_i32x4(bytes);
+    v = _mm512_shuffle_epi8(v, _mm512_load_si512(t.ctrl));
+    v = _mm512_srlv_epi32(v, _mm512_load_si512(t.shift));
+    v = _mm512_and_si512(v, _mm512_set1_epi32((1 << B) - 1));
+    return _mm512_cvtepi32_ps(v);
+  }
   // ((lanes 0-7 + 8-15) → 4 + 4 → 2 + 2 → 1 + 1)
   static float sum(F v) {
     __m256 h = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
@@ -53,6 +77,10 @@ struct V512 {
 
 void matmul_cols_avx512(const MatmulArgs& a, int64_t o_begin, int64_t o_end, float* panel) {
   matmul_tile::matmul_cols<V512>(a, o_begin, o_end, panel);
+}
+
+void dequantize_packed_avx512(const PackedRow& r, int64_t n, float* out, int64_t step) {
+  matmul_tile::dequantize_packed<V512>(r, n, out, step);
 }
 
 }  // namespace keel::cpu

@@ -36,6 +36,30 @@ struct VGeneric {
     for (int i = 0; i < 8; ++i) r.v[i] = f16_to_f32(p[i]);
     return r;
   }
+  static F set1(float x) {
+    F r;
+    for (int i = 0; i < 8; ++i) r.v[i] = x;
+    return r;
+  }
+  static F mul(const F& a, const F& b) {
+    F r;
+    for (int i = 0; i < 8; ++i) r.v[i] = a.v[i] * b.v[i];
+    return r;
+  }
+  static F add(const F& a, const F& b) {
+    F r;
+    for (int i = 0; i < 8; ++i) r.v[i] = a.v[i] + b.v[i];
+    return r;
+  }
+  // 8 values of B bits: B bytes, one little-endian stream.
+  template <int B, bool Wide>
+  static F unpack(const uint8_t* p) {
+    uint64_t bits = 0;
+    std::memcpy(&bits, p, B);
+    F r;
+    for (int i = 0; i < 8; ++i) r.v[i] = static_cast<float>((bits >> (i * B)) & ((1u << B) - 1u));
+    return r;
+  }
   static float sum(const F& a) {
     return ((a.v[0] + a.v[4]) + (a.v[2] + a.v[6])) + ((a.v[1] + a.v[5]) + (a.v[3] + a.v[7]));
   }
@@ -45,6 +69,10 @@ struct VGeneric {
 
 void matmul_cols_generic(const MatmulArgs& a, int64_t o_begin, int64_t o_end, float* panel) {
   matmul_tile::matmul_cols<VGeneric>(a, o_begin, o_end, panel);
+}
+
+void dequantize_packed_generic(const PackedRow& r, int64_t n, float* out, int64_t step) {
+  matmul_tile::dequantize_packed<VGeneric>(r, n, out, step);
 }
 
 }  // namespace keel::cpu

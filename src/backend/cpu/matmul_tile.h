@@ -4,11 +4,15 @@
 //
 // V provides: F (vector of L floats), L, MR × NR (the register tile: MR x rows by NR weight rows), zero(),
 // load(const float*), store(float*, F), fma(a, b, acc) = a·b + acc, sum(F) (a fixed tree), and
-// load_bf16 / load_f16 (L elements widened to f32).
+// load_bf16 / load_f16 (L elements widened to f32); for packed weights set1(float), mul, add and
+// unpack<B>(const uint8_t* p): the L B-bit values of the bit stream starting at byte p (L·B/8 bytes, read
+// exactly), as floats.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 
 #include "backend/cpu/matmul.h"
+#include "core/dtype.h"
 
 namespace keel::cpu::matmul_tile {
 
@@ -214,8 +218,189 @@ void cols(const MatmulArgs& a, int64_t o_begin, int64_t o_end, float* panel) {
   }
 }
 
+// ---- packed weights
+
+// Lane j of an L-lane unpack of B-bit values: its first byte, its shift within that byte, and whether it
+// reaches into the next byte (shuffle controls: 4 bytes per 32-bit lane, 0x80 = zero).
+template <int B, int L>
+struct UnpackTable {
+  alignas(64) uint8_t ctrl[L * 4] = {};
+  alignas(64) int32_t shift[L] = {};
+  constexpr UnpackTable() {
+    for (int j = 0; j < L; ++j) {
+      const int bit = j * B, byte = bit / 8, sh = bit % 8;
+      ctrl[j * 4] = static_cast<uint8_t>(byte);
+      ctrl[j * 4 + 1] = sh + B > 8 ? static_cast<uint8_t>(byte + 1) : uint8_t{0x80};
+      ctrl[j * 4 + 2] = ctrl[j * 4 + 3] = 0x80;
+      shift[j] = sh;
+    }
+  }
+};
+template <int B, int L>
+inline constexpr UnpackTable<B, L> kUnpackTable{};
+
+inline float stored_scalar(const char* p, DType dtype, int64_t i) {
+  switch (dtype) {
+    case DType::bf16:
+      return bf16_to_f32(reinterpret_cast<const uint16_t*>(p)[i]);
+    case DType::f16:
+      return f16_to_f32(reinterpret_cast<const uint16_t*>(p)[i]);
+    default:
+      return reinterpret_cast<const float*>(p)[i];
+  }
+}
+
+// Elements [k0, k0 + n) of a row, n a multiple of L: q·s + b, L at a time.
+template <class V, int B, bool Wide>
+inline __attribute__((always_inline)) void dequantize_span(const uint8_t* bytes, int64_t k0, int64_t n,
+                                                           typename V::F s, typename V::F b, float* out,
+                                                           int64_t step) {
+  for (int64_t k = k0; k < k0 + n; k += V::L)
+    V::store(out + (k / V::L) * step, V::add(V::mul(V::template unpack<B, Wide>(bytes + k * B / 8), s), b));
+}
+
+template <class V, int B>
+void dequantize_bits(const PackedRow& r, int64_t n, float* out, int64_t step) {
+  const auto* bytes = reinterpret_cast<const uint8_t*>(r.words);
+  // L-blocks starting before `wide_end` may load 16 bytes (they stay inside the row's n·B/8 bytes).
+  const int64_t wide_end = (n * B / 8 - 16) * 8 / B;
+  for (int64_t k0 = 0; k0 < n; k0 += r.group_size) {
+    const int64_t g = k0 / r.group_size;
+    const typename V::F s = V::set1(stored_scalar(r.scales, r.scale_dtype, g));
+    const typename V::F b = V::set1(stored_scalar(r.biases, r.scale_dtype, g));
+    const int64_t k1 = k0 + r.group_size;
+    // [k0, split) wide, [split, k1) exact; split a multiple of L
+    const int64_t split = std::max(k0, std::min(k1, (wide_end + 1) / V::L * V::L));
+    dequantize_span<V, B, true>(bytes, k0, split - k0, s, b, out, step);
+    dequantize_span<V, B, false>(bytes, split, k1 - split, s, b, out, step);
+  }
+}
+
+// n: a multiple of the group size (so of L).
+template <class V>
+void dequantize_packed(const PackedRow& r, int64_t n, float* out, int64_t step) {
+  switch (r.bits) {
+    case 2:
+      return dequantize_bits<V, 2>(r, n, out, step);
+    case 3:
+      return dequantize_bits<V, 3>(r, n, out, step);
+    case 4:
+      return dequantize_bits<V, 4>(r, n, out, step);
+    case 5:
+      return dequantize_bits<V, 5>(r, n, out, step);
+    case 6:
+      return dequantize_bits<V, 6>(r, n, out, step);
+    default:
+      return dequantize_bits<V, 8>(r, n, out, step);
+  }
+}
+
+// Decode with packed weights: rows [t0, t0 + rows) × weight rows [o0, o0 + cols), each L-step of the NR
+// weight rows dequantized in registers and used at once — the values and the order of the panel path's
+// accumulate(), so both paths give the same bits.
+template <class V, int B, int MR>
+inline __attribute__((always_inline)) void packed_tile(const MatmulArgs& a, int64_t t0, int64_t rows,
+                                                       int64_t o0, int64_t cols) {
+  constexpr int NR = V::NR;
+  const float* xp[MR];
+  row_ptrs<MR>(xp, a.x, a.x_row_bytes, t0, rows);
+  const uint8_t* wp[NR];
+  const char *sp[NR], *bp[NR];
+  for (int j = 0; j < NR; ++j) {
+    const int64_t r = o0 + (j < cols ? j : cols - 1);
+    wp[j] = reinterpret_cast<const uint8_t*>(a.w + r * a.w_row_bytes);
+    sp[j] = a.w_scales + r * a.w_scale_row_bytes, bp[j] = a.w_biases + r * a.w_scale_row_bytes;
+  }
+  typename V::F acc[MR][NR];
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < NR; ++j) acc[i][j] = V::zero();
+  const int64_t G = a.w_group_size, wide_end = (a.in * B / 8 - 16) * 8 / B;
+  for (int64_t k0 = 0; k0 < a.in; k0 += G) {
+    typename V::F s[NR], b[NR];
+    for (int j = 0; j < NR; ++j) {
+      s[j] = V::set1(stored_scalar(sp[j], a.w_scale_dtype, k0 / G));
+      b[j] = V::set1(stored_scalar(bp[j], a.w_scale_dtype, k0 / G));
+    }
+    for (int64_t k = k0; k < k0 + G; k += V::L) {
+      typename V::F wv[NR];
+      if (k <= wide_end)  // 16 bytes from k·B/8 stay inside the row
+        for (int j = 0; j < NR; ++j)
+          wv[j] = V::add(V::mul(V::template unpack<B, true>(wp[j] + k * B / 8), s[j]), b[j]);
+      else
+        for (int j = 0; j < NR; ++j)
+          wv[j] = V::add(V::mul(V::template unpack<B, false>(wp[j] + k * B / 8), s[j]), b[j]);
+      for (int i = 0; i < MR; ++i) {
+        typename V::F xv = V::load(xp[i] + k);
+        for (int j = 0; j < NR; ++j) acc[i][j] = V::fma(xv, wv[j], acc[i][j]);
+      }
+    }
+  }
+  float out[MR][NR];
+  reduce<V, MR, NR>(acc, out);
+  write_tile<MR, NR>(a, out, t0, rows, o0, cols);
+}
+
+template <class V, int B>
+void packed_block(const MatmulArgs& a, int64_t o_begin, int64_t o_end) {
+  for (int64_t o0 = o_begin; o0 < o_end; o0 += V::NR) {
+    const int64_t cols = o_end - o0 < V::NR ? o_end - o0 : V::NR;
+    int64_t t0 = 0, rest = a.T;
+    for (; rest >= V::MR; t0 += V::MR, rest -= V::MR) packed_tile<V, B, V::MR>(a, t0, V::MR, o0, cols);
+    for (; rest >= 2; t0 += 2, rest -= 2) packed_tile<V, B, 2>(a, t0, 2, o0, cols);
+    if (rest == 1) packed_tile<V, B, 1>(a, t0, 1, o0, cols);
+  }
+}
+
+template <class V>
+void packed_decode(const MatmulArgs& a, int64_t o_begin, int64_t o_end) {
+  switch (a.w_bits) {
+    case 2:
+      return packed_block<V, 2>(a, o_begin, o_end);
+    case 3:
+      return packed_block<V, 3>(a, o_begin, o_end);
+    case 4:
+      return packed_block<V, 4>(a, o_begin, o_end);
+    case 5:
+      return packed_block<V, 5>(a, o_begin, o_end);
+    case 6:
+      return packed_block<V, 6>(a, o_begin, o_end);
+    default:
+      return packed_block<V, 8>(a, o_begin, o_end);
+  }
+}
+
+// Packed weights: decode (T < kMatmulPanelMinRows) in registers; prefill through panels of kMatmulPanelRows
+// rows dequantized in the layout cols() packs (in is a multiple of the group size, so of 16: no padding),
+// then the same panel kernel.
+template <class V>
+void cols_packed(const MatmulArgs& a, int64_t o_begin, int64_t o_end, float* panel) {
+  if (panel == nullptr) return packed_decode<V>(a, o_begin, o_end);
+  static_assert(kMatmulPanelRows % V::NR == 0);
+  const int64_t panel_rows = kMatmulPanelRows;
+  const int64_t in = a.in;
+  PackedRow row;
+  row.scale_dtype = a.w_scale_dtype, row.bits = a.w_bits, row.group_size = a.w_group_size;
+  for (int64_t p = o_begin; p < o_end; p += panel_rows) {
+    const int64_t p_end = o_end - p < panel_rows ? o_end : p + panel_rows;
+    const int64_t rows = (p_end - p + V::NR - 1) / V::NR * V::NR;
+    for (int64_t r = 0; r < rows; ++r) {
+      float* dst = panel + (r / V::NR) * V::NR * in + (r % V::NR) * V::L;
+      if (p + r >= p_end) {
+        for (int64_t k = 0; k < in; k += V::L) V::store(dst + k * V::NR, V::zero());
+        continue;
+      }
+      row.words = reinterpret_cast<const uint32_t*>(a.w + (p + r) * a.w_row_bytes);
+      row.scales = a.w_scales + (p + r) * a.w_scale_row_bytes;
+      row.biases = a.w_biases + (p + r) * a.w_scale_row_bytes;
+      dequantize_packed<V>(row, in, dst, V::NR * V::L);
+    }
+    kblocked<V>(a, panel, in, p, p_end);
+  }
+}
+
 template <class V>
 void matmul_cols(const MatmulArgs& a, int64_t o_begin, int64_t o_end, float* panel) {
+  if (a.w_bits > 0) return cols_packed<V>(a, o_begin, o_end, panel);
   switch (a.w_dtype) {
     case DType::bf16:
       cols<V, WKind::bf16>(a, o_begin, o_end, panel);

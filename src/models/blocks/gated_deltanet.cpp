@@ -23,7 +23,7 @@ GatedDeltaNetWeights bind_gated_deltanet(const WeightBinder& w, const GatedDelta
   b.in_proj_z = w.linear("in_proj_z", V, hidden, false);
   b.in_proj_b = w.linear("in_proj_b", Hv, hidden, false);
   b.in_proj_a = w.linear("in_proj_a", Hv, hidden, false);
-  b.conv_w = w.get("conv1d.weight", {C, 1, g.conv_kernel});
+  b.conv_w = w.conv_weight("conv1d.weight", C, g.conv_kernel);  // [C, 1, K] (HF) or [C, K, 1] (MLX)
   b.dt_bias = w.vec("dt_bias", Hv);
   b.A_log = w.vec("A_log", Hv);
   b.norm = w.vec("norm.weight", g.value_head_dim);

@@ -13,7 +13,7 @@ Mamba2Weights bind_mamba2(const WeightBinder& w, const Mamba2Config& m, int64_t 
   const int64_t I = m.intermediate(), C = m.conv_dim(), H = m.num_heads;
   Mamba2Weights b;
   b.in_proj = w.linear("in_proj", I + C + H, hidden, m.use_bias);
-  b.conv_w = w.get("conv1d.weight", {C, 1, m.conv_kernel});
+  b.conv_w = w.conv_weight("conv1d.weight", C, m.conv_kernel);  // [C, 1, K] (HF) or [C, K, 1] (MLX)
   if (m.use_conv_bias) b.conv_b = w.vec("conv1d.bias", C);
   b.dt_bias = w.vec("dt_bias", H);
   b.A_log = w.vec("A_log", H);

@@ -16,6 +16,9 @@ MoeBlock::MoeBlock(ops::MoeWeights weights, const ops::MoeParams& params)
   shape_.router_dtype = w_.router;
   shape_.weight_dtype = w_.up.empty() ? WeightFormat(DType::f32) : WeightFormat(w_.up[0]);
   shape_.shared_dtype = w_.shared_up.defined() ? WeightFormat(w_.shared_up) : WeightFormat(DType::f32);
+  if (!w_.down.empty()) shape_.down_dtype = WeightFormat(w_.down[0]);
+  if (w_.shared_down.defined()) shape_.shared_down_dtype = WeightFormat(w_.shared_down);
+  if (w_.shared_expert_gate.defined()) shape_.shared_expert_gate_dtype = WeightFormat(w_.shared_expert_gate);
 }
 
 void MoeBlock::forward(const StepContext& ctx, size_t, const Tensor& x, Tensor& out) const {
