@@ -219,7 +219,6 @@ void run_serve(const ServeFlags& f) {
   }
   MemoryPool& pool = *session.pool;
   CpuBackend& backend = *session.be;
-
   models::LoadedModel& loaded = session.loaded;
   tokenizer::Tokenizer& tokenizer = *session.tok;
 

@@ -76,6 +76,7 @@ void serve_models(const http::Request&, http::Response& res, const ModelContext&
 }
 
 void serve_tokenize(const http::Request& req, http::Response& res, const ModelContext& m) {
+  RequestHold hold(m, static_cast<int64_t>(req.body.size()));  // held to the end: the answer is built here
   Json body = parse_json_body(req.body);
   if (!body.is_object() || !body.contains("content") || !body["content"].is_string())
     throw_invalid("content", "'content' must be a string");
