@@ -264,11 +264,11 @@ TEST(Moe, MatchesReference) {
 }
 
 // Packed experts (every bit width; the expert products are packed matmuls, decode and prefill paths) against
-// the reference on the dequantized values, on the CPU backends (the reference backend has no packed MoE),
+// the reference on the dequantized values, on every backend (the reference backend's packed matmul included),
 // plus the planned workspace and a token alone vs in its step, bitwise.
 TEST(Moe, PackedExpertsMatchReference) {
   KEEL_TEST_RNG(rng);
-  for (OpBackend* ob : cpu_op_backends()) {
+  for (OpBackend* ob : op_backends()) {
     SCOPED_TRACE(ob->name);
     for (bool nemotron : {true, false})
       for (int32_t bits : {2, 3, 4, 5, 6, 8}) {

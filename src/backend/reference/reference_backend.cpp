@@ -16,7 +16,8 @@ namespace keel {
 using namespace reference_util;
 
 bool ReferenceBackend::supports(Op op, DType dtype) const {
-  if (dtype == DType::u32) return op == Op::matmul || op == Op::embedding;  // packed, dequantized in double
+  // Packed weights, dequantized in double; the MoE experts multiply through matmul.
+  if (dtype == DType::u32) return op == Op::matmul || op == Op::embedding || op == Op::moe;
   return dtype == DType::f32 || dtype == DType::bf16 || dtype == DType::f16;
 }
 
