@@ -35,8 +35,8 @@ using keel::server::http::Response;
 using keel::server::http::Transport;
 using keel::server::http::TransportOptions;
 
-// Started once and never destroyed: libFuzzer's processes end with exit(), where a Transport stopping
-// during static destruction would race the logger's own teardown.
+// Started once and never destroyed; stopped at exit (libFuzzer's processes end with exit(), and a fork job
+// ends every minute).
 Transport& transport() {
   static Transport* t = [] {
     TransportOptions o;
@@ -66,6 +66,9 @@ Transport& transport() {
     };
     auto* p = new Transport(o, handler, errors);
     p->start();
+    // Its threads are joined before exit() destroys the statics they use (the logger among them): this
+    // handler, registered after those were built, runs before their destructors.
+    std::atexit([] { transport().stop(); });
     return p;
   }();
   return *t;
