@@ -83,7 +83,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   a.sin_family = AF_INET;
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   a.sin_port = htons(static_cast<uint16_t>(t.port()));
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) fail("connect failed");
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) fail(std::strerror(errno));
   // The transport's deadlines are 200 ms: no answer and no close within 10 s is a hang (the margin is for a
   // loaded machine running sanitizers).
   timeval tv{10, 0};
@@ -103,6 +103,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (n <= 0) break;
     got.append(buf, static_cast<size_t>(n));
   }
+  // Closed with a reset: a TIME_WAIT per input would use up loopback's ephemeral ports within a minute at
+  // this rate (connect then fails with EADDRNOTAVAIL, which fork-mode jobs hit).
+  linger l{1, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
   ::close(fd);
   // Whatever came back starts with a status line.
   if (!got.empty() && (got.size() < 13 || got.compare(0, 9, "HTTP/1.1 ") != 0 || got[12] != ' '))
