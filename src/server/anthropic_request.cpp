@@ -12,30 +12,8 @@ namespace {
 
 constexpr size_t kMaxStopSequences = 16;
 
-const char* kind_of(const Json& v) {
-  switch (v.type()) {
-    case Json::value_t::null:
-      return "null";
-    case Json::value_t::boolean:
-      return "a boolean";
-    case Json::value_t::number_integer:
-    case Json::value_t::number_unsigned:
-      return "an integer";
-    case Json::value_t::number_float:
-      return "a number";
-    case Json::value_t::string:
-      return "a string";
-    case Json::value_t::array:
-      return "an array";
-    case Json::value_t::object:
-      return "an object";
-    default:
-      return "an unsupported value";
-  }
-}
-
 [[noreturn]] void wrong_type(const std::string& param, const char* expected, const Json& got) {
-  throw_invalid(param, "{}: expected {}, got {}", param, expected, kind_of(got));
+  throw_invalid(param, "{}: expected {}, got {}", param, expected, json_kind_name(got));
 }
 
 [[noreturn]] void unsupported(const std::string& param, std::string message) {
@@ -358,7 +336,7 @@ GenerationOptions parse_generation(const Json& body) {
 
 AnthropicRequest parse_anthropic_request(const Json& body, bool count_tokens) {
   if (!body.is_object())
-    throw_invalid("body", "the request body must be a JSON object, got {}", kind_of(body));
+    throw_invalid("body", "the request body must be a JSON object, got {}", json_kind_name(body));
   AnthropicRequest r;
   r.model = string_field(body, "model", "model", false);
 

@@ -42,6 +42,10 @@ template <typename... Args>
   throw ApiError(400, "invalid_value", fmt::format(format, std::forward<Args>(args)...), std::move(param));
 }
 
+// What a JSON value is, for "expected X, got Y" messages: "null", "a boolean", "an integer", "a number", "a
+// string", "an array", "an object".
+const char* json_kind_name(const Json& v);
+
 // The HTTP answer for a keel::Error: context_length_exceeded → 400, invalid_argument / unsupported /
 // invalid_file → 400, out_of_memory → 503 insufficient_memory with Retry-After, cancelled → 499, internal →
 // 500.

@@ -12,30 +12,8 @@ namespace {
 constexpr int kMaxTopLogprobs = 20;
 constexpr size_t kMaxStopStrings = 16;
 
-const char* type_name(const Json& v) {
-  switch (v.type()) {
-    case Json::value_t::null:
-      return "null";
-    case Json::value_t::boolean:
-      return "a boolean";
-    case Json::value_t::number_integer:
-    case Json::value_t::number_unsigned:
-      return "an integer";
-    case Json::value_t::number_float:
-      return "a number";
-    case Json::value_t::string:
-      return "a string";
-    case Json::value_t::array:
-      return "an array";
-    case Json::value_t::object:
-      return "an object";
-    default:
-      return "an unsupported value";
-  }
-}
-
 [[noreturn]] void wrong_type(const std::string& param, const char* expected, const Json& got) {
-  throw_invalid(param, "invalid type for '{}': expected {}, got {}", param, expected, type_name(got));
+  throw_invalid(param, "invalid type for '{}': expected {}, got {}", param, expected, json_kind_name(got));
 }
 
 // The field's value, or nullptr when it is absent or null (OpenAI treats an explicit null as "not given").
@@ -395,7 +373,7 @@ void check_response_format(const Json& body) {
 
 void check_object_body(const Json& body) {
   if (!body.is_object())
-    throw_invalid("body", "the request body must be a JSON object, got {}", type_name(body));
+    throw_invalid("body", "the request body must be a JSON object, got {}", json_kind_name(body));
 }
 
 }  // namespace
