@@ -9,6 +9,13 @@
 
 #include "core/dtype.h"
 
+// Callable from device code too (the CUDA kernels read F32Rows the same way).
+#if defined(__CUDACC__)
+#define KEEL_HOST_DEVICE __host__ __device__
+#else
+#define KEEL_HOST_DEVICE
+#endif
+
 namespace keel {
 
 // ---- rows of an f32 tensor of rank 1..4
@@ -21,7 +28,7 @@ struct F32Rows {
   int64_t dim[3] = {1, 1, 1};     // their sizes
   int64_t stride[3] = {0, 0, 0};  // their byte strides
   int64_t rows = 1, n = 0;
-  float* row(int64_t r) const {
+  KEEL_HOST_DEVICE float* row(int64_t r) const {
     int64_t off = 0;
     for (int d = outer - 1; d >= 0; --d) {
       off += (r % dim[d]) * stride[d];
@@ -256,13 +263,14 @@ struct MoeRouteArgs {
 
 // dst row r = src row rows[r] (gather), or dst row rows[r] += scale[r] · src row r (scatter_add, rows[]
 // distinct), or dst row r *= scale[r] (scale: rows null), for r < n; rows of `width` floats, strides in
-// floats.
+// floats. rows and scale are in the backend's memory (pool tensors: ops/moe groups the tokens on the host
+// and uploads them).
 enum class RowsOp { gather, scatter_add, scale };
 struct MoveRowsArgs {
   RowsOp op = RowsOp::gather;
   const float* src = nullptr;
   int64_t src_st = 0;
-  const int32_t* rows = nullptr;  // host memory: the op grouped the tokens
+  const int32_t* rows = nullptr;  // [n]
   const float* scale = nullptr;
   int64_t n = 0, width = 0;
   float* dst = nullptr;

@@ -1,0 +1,106 @@
+#include "backend/cuda/cuda_backend.h"
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <fmt/format.h>
+
+#include "backend/host_memory.h"
+#include "core/error.h"
+
+namespace keel {
+
+namespace {
+void check_cublas(cublasStatus_t s, const char* what) {
+  if (s != CUBLAS_STATUS_SUCCESS)
+    throw_error(ErrorCode::internal, "cuBLAS error in {}: {}", what, cublasGetStatusString(s));
+}
+}  // namespace
+
+CudaBackend::CudaBackend(MemoryPool& pool, int index)
+    : pool_(pool), index_(index), info_(cuda::device_info(index)) {
+  enter();
+  cudaStream_t s = nullptr;
+  cuda::check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
+  stream_ = s;
+  cublasHandle_t h = nullptr;
+  const cublasStatus_t st = cublasCreate(&h);
+  if (st != CUBLAS_STATUS_SUCCESS) {
+    cudaStreamDestroy(s);
+    check_cublas(st, "cublasCreate");
+  }
+  cublas_ = h;
+  check_cublas(cublasSetStream(h, s), "cublasSetStream");
+  // Results must not depend on what else runs: no atomics-based split-K reductions.
+  check_cublas(cublasSetAtomicsMode(h, CUBLAS_ATOMICS_NOT_ALLOWED), "cublasSetAtomicsMode");
+  check_cublas(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");  // no TF32 for f32 GEMMs
+}
+
+CudaBackend::~CudaBackend() {
+  cudaSetDevice(index_);
+  if (stream_) cudaStreamSynchronize(stream_);
+  if (cublas_) cublasDestroy(cublas_);
+  if (stream_) cudaStreamDestroy(stream_);
+}
+
+std::string CudaBackend::name() const {
+  return fmt::format("cuda:{} ({}, sm_{}{})", index_, info_.name, info_.major, info_.minor);
+}
+
+void CudaBackend::enter() const {
+  cuda::check(cudaSetDevice(index_), "cudaSetDevice");
+}
+
+// Dense f32/bf16/f16 weights everywhere; packed (u32, MLX affine) ones in matmul, the embedding lookup and
+// the MoE experts (whose products are matmuls), as on the CPU.
+bool CudaBackend::supports(Op op, DType dtype) const {
+  if (dtype == DType::u32) return op == Op::matmul || op == Op::embedding || op == Op::moe;
+  return dtype == DType::f32 || dtype == DType::bf16 || dtype == DType::f16;
+}
+
+void CudaBackend::copy(const Tensor& src, Tensor& dst) {
+  host_memory::check_span(src, src.nbytes(), "copy (source)");
+  host_memory::check_span(dst, src.nbytes(), "copy (destination)");
+  if (src.nbytes() == 0) return;
+  enter();
+  cuda::check(cudaMemcpyAsync(dst.data(), src.data(), static_cast<size_t>(src.nbytes()),
+                              cudaMemcpyDeviceToDevice, stream_),
+              "copy");
+}
+
+void CudaBackend::upload(const void* host, int64_t bytes, Tensor& dst) {
+  host_memory::check_span(dst, bytes, "upload");
+  if (bytes == 0) return;
+  enter();
+  cuda::check(cudaMemcpyAsync(dst.data(), host, static_cast<size_t>(bytes), cudaMemcpyHostToDevice, stream_),
+              "upload");
+  // A pageable source is staged before cudaMemcpyAsync returns; a pinned one would not be, so wait for
+  // the copy when the runtime says the buffer is pinned.
+  cudaPointerAttributes attr{};
+  if (cudaPointerGetAttributes(&attr, host) == cudaSuccess && attr.type == cudaMemoryTypeHost)
+    cuda::check(cudaStreamSynchronize(stream_), "upload");
+  cudaGetLastError();
+}
+
+void CudaBackend::download(const Tensor& src, void* host, int64_t bytes) {
+  host_memory::check_span(src, bytes, "download");
+  if (bytes == 0) return;
+  enter();
+  cuda::check(
+      cudaMemcpyAsync(host, src.data(), static_cast<size_t>(bytes), cudaMemcpyDeviceToHost, stream_),
+      "download");
+  cuda::check(cudaStreamSynchronize(stream_), "download (the kernels queued before it)");
+}
+
+void CudaBackend::fill_zero(Tensor& dst) {
+  host_memory::check_span(dst, dst.nbytes(), "fill_zero");
+  if (dst.nbytes() == 0) return;
+  enter();
+  cuda::check(cudaMemsetAsync(dst.data(), 0, static_cast<size_t>(dst.nbytes()), stream_), "fill_zero");
+}
+
+void CudaBackend::synchronize() {
+  enter();
+  cuda::check(cudaStreamSynchronize(stream_), "a kernel of this step");
+}
+
+}  // namespace keel
