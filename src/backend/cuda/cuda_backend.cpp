@@ -33,6 +33,10 @@ CudaBackend::CudaBackend(MemoryPool& pool, int index)
   // Results must not depend on what else runs: no atomics-based split-K reductions.
   check_cublas(cublasSetAtomicsMode(h, CUBLAS_ATOMICS_NOT_ALLOWED), "cublasSetAtomicsMode");
   check_cublas(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");  // no TF32 for f32 GEMMs
+  // 32 MiB: what cuBLAS itself takes on sm_90 (4 MiB before); from the pool, so it is counted.
+  const int64_t ws = info_.major >= 9 ? int64_t{32} << 20 : int64_t{4} << 20;
+  cublas_workspace_ = pool_.allocate(ws, "cuBLAS workspace");
+  check_cublas(cublasSetWorkspace(h, cublas_workspace_.data(), static_cast<size_t>(ws)), "cublasSetWorkspace");
 }
 
 CudaBackend::~CudaBackend() {

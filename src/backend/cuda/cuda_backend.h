@@ -16,6 +16,7 @@
 
 #include "backend/backend.h"
 #include "backend/cuda/cuda_device.h"
+#include "core/pool.h"
 
 struct CUstream_st;    // cudaStream_t is CUstream_st*
 struct cublasContext;  // cublasHandle_t is cublasContext*
@@ -89,6 +90,7 @@ class CudaBackend final : public Backend {
   cuda::DeviceInfo info_;
   CUstream_st* stream_ = nullptr;
   cublasContext* cublas_ = nullptr;
+  Allocation cublas_workspace_;  // cuBLAS's scratch, from the pool (cublasSetWorkspace), not its own cudaMalloc
 };
 
 }  // namespace keel

@@ -1,0 +1,233 @@
+// CUDA matmul: y[T, out] = x[T, in] · W[out, in]ᵀ (+ bias), x and y f32 (kernel_args.h). Reference: the CPU
+// kernel (backend/cpu/matmul.cpp) and the float64 reference (ops/reference). Three paths:
+//  - T ≤ kGemvRows (decode): one warp per output row reads the row of W once (any dtype, packed included),
+//    widens it exactly and dots it with every x row in f32: bound by the weight bytes, x at full precision.
+//  - dense f32 W, T > kGemvRows: cublasSgemm (CUBLAS_DEFAULT_MATH: no TF32).
+//  - dense bf16 W, T > kGemvRows: x split into bf16 hi + lo (x − hi rounded), two cublasGemmEx on the tensor
+//    cores with f32 accumulation into y (hi·W then lo·W with beta 1): ~16 significant bits of x instead of
+//    bf16's 8, at twice the tensor-core work. Workspace: the two bf16 copies of x, 4·T·in bytes.
+//  - f16 and packed (MLX affine u32) W, T > kGemvRows: a tiled f32 kernel that widens (dequantizes) each
+//    64 × 16 tile of W into shared memory.
+// The bias is written into y first and every product adds onto it.
+#include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include "backend/cuda/cuda_backend.h"
+#include "core/error.h"
+#include "core/tensor.h"
+
+namespace keel {
+
+namespace {
+
+constexpr int64_t kGemvRows = 8;
+
+void check_cublas(cublasStatus_t s, const char* what) {
+  if (s != CUBLAS_STATUS_SUCCESS)
+    throw_error(ErrorCode::internal, "cuBLAS error in {}: {}", what, cublasGetStatusString(s));
+}
+
+// W[o, i] widened to f32: dense in its dtype, or MLX affine packed (row o's words hold element i in bits
+// [i·b, i·b + b) of the row's little-endian bit stream; scale/bias per group of g in scale_dtype).
+__device__ __forceinline__ float load_scale(const char* p, DType t, int64_t j) {
+  if (t == DType::bf16) return __bfloat162float(reinterpret_cast<const __nv_bfloat16*>(p)[j]);
+  if (t == DType::f16) return __half2float(reinterpret_cast<const __half*>(p)[j]);
+  return reinterpret_cast<const float*>(p)[j];
+}
+
+__device__ __forceinline__ float weight_at(const MatmulArgs& a, int64_t o, int64_t i) {
+  const char* row = a.w + o * a.w_row_bytes;
+  switch (a.w_dtype) {
+    case DType::bf16:
+      return __bfloat162float(reinterpret_cast<const __nv_bfloat16*>(row)[i]);
+    case DType::f16:
+      return __half2float(reinterpret_cast<const __half*>(row)[i]);
+    case DType::u32: {
+      const auto* words = reinterpret_cast<const uint32_t*>(row);
+      const int b = a.w_bits;
+      const int64_t bit = i * b;
+      const int64_t wi = bit >> 5;
+      const int sh = static_cast<int>(bit & 31);
+      uint32_t q = words[wi] >> sh;
+      if (sh + b > 32) q |= words[wi + 1] << (32 - sh);
+      q &= (1u << b) - 1u;
+      const int64_t g = i / a.w_group_size;
+      const float s = load_scale(a.w_scales + o * a.w_scale_row_bytes, a.w_scale_dtype, g);
+      const float z = load_scale(a.w_biases + o * a.w_scale_row_bytes, a.w_scale_dtype, g);
+      return s * static_cast<float>(q) + z;
+    }
+    default:
+      return reinterpret_cast<const float*>(row)[i];
+  }
+}
+
+__device__ __forceinline__ const float* x_row(const MatmulArgs& a, int64_t t) {
+  return reinterpret_cast<const float*>(a.x + t * a.x_row_bytes);
+}
+__device__ __forceinline__ float* y_row(const MatmulArgs& a, int64_t t) {
+  return reinterpret_cast<float*>(a.y + t * a.y_row_bytes);
+}
+
+// One warp per output row o: lane l takes k = l, l + 32, …; the T (≤ kGemvRows) sums are reduced across the
+// warp by shuffles. Block: 8 warps (8 rows).
+__global__ void gemv_kernel(const MatmulArgs a) {
+  const int64_t o = static_cast<int64_t>(blockIdx.x) * 8 + threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  if (o >= a.out) return;
+  float acc[kGemvRows];
+  for (int t = 0; t < kGemvRows; ++t) acc[t] = 0.0f;
+  for (int64_t k = lane; k < a.in; k += 32) {
+    const float w = weight_at(a, o, k);
+    for (int t = 0; t < kGemvRows; ++t)
+      if (t < a.T) acc[t] = fmaf(w, x_row(a, t)[k], acc[t]);
+  }
+  for (int t = 0; t < kGemvRows; ++t) {
+    if (t >= a.T) break;
+    float s = acc[t];
+    for (int off = 16; off > 0; off /= 2) s += __shfl_down_sync(0xffffffffu, s, off);
+    if (lane == 0) y_row(a, t)[o] = (a.bias ? a.bias[o] : 0.0f) + s;
+  }
+}
+
+// Tiles of 64 rows of x × 64 rows of W over k in steps of 16, 256 threads, each 4 × 4 outputs; W's tile is
+// widened into shared memory as it is loaded.
+constexpr int kTile = 64, kTileK = 16;
+__global__ void tiled_kernel(const MatmulArgs a) {
+  __shared__ float xs[kTileK][kTile + 1];  // [k][t]
+  __shared__ float ws[kTileK][kTile + 1];  // [k][o]
+  const int64_t t0 = static_cast<int64_t>(blockIdx.y) * kTile, o0 = static_cast<int64_t>(blockIdx.x) * kTile;
+  const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;  // outputs o0 + tx + 16·j, t0 + ty + 16·i
+  float acc[4][4] = {};
+  for (int64_t k0 = 0; k0 < a.in; k0 += kTileK) {
+    for (int e = threadIdx.x; e < kTile * kTileK; e += blockDim.x) {
+      const int r = e / kTileK, c = e % kTileK;  // consecutive threads read consecutive k of one row
+      const int64_t k = k0 + c;
+      const int64_t t = t0 + r, o = o0 + r;
+      xs[c][r] = (t < a.T && k < a.in) ? x_row(a, t)[k] : 0.0f;
+      ws[c][r] = (o < a.out && k < a.in) ? weight_at(a, o, k) : 0.0f;
+    }
+    __syncthreads();
+    for (int c = 0; c < kTileK; ++c) {
+      float xv[4], wv[4];
+      for (int i = 0; i < 4; ++i) xv[i] = xs[c][ty + 16 * i];
+      for (int j = 0; j < 4; ++j) wv[j] = ws[c][tx + 16 * j];
+      for (int i = 0; i < 4; ++i)
+        for (int j = 0; j < 4; ++j) acc[i][j] = fmaf(xv[i], wv[j], acc[i][j]);
+    }
+    __syncthreads();
+  }
+  for (int i = 0; i < 4; ++i) {
+    const int64_t t = t0 + ty + 16 * i;
+    if (t >= a.T) continue;
+    for (int j = 0; j < 4; ++j) {
+      const int64_t o = o0 + tx + 16 * j;
+      if (o < a.out) y_row(a, t)[o] = (a.bias ? a.bias[o] : 0.0f) + acc[i][j];
+    }
+  }
+}
+
+// y rows = bias (or 0), before the cuBLAS products add onto them.
+__global__ void init_rows_kernel(const MatmulArgs a) {
+  const int64_t t = blockIdx.y;
+  for (int64_t o = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; o < a.out;
+       o += static_cast<int64_t>(gridDim.x) * blockDim.x)
+    y_row(a, t)[o] = a.bias ? a.bias[o] : 0.0f;
+}
+
+// hi[t, k] = bf16(x[t, k]), lo[t, k] = bf16(x[t, k] − hi[t, k]); both [T, in] contiguous.
+__global__ void split_bf16_kernel(const MatmulArgs a, __nv_bfloat16* hi, __nv_bfloat16* lo) {
+  const int64_t t = blockIdx.y;
+  for (int64_t k = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; k < a.in;
+       k += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const float v = x_row(a, t)[k];
+    const __nv_bfloat16 h = __float2bfloat16_rn(v);
+    hi[t * a.in + k] = h;
+    lo[t * a.in + k] = __float2bfloat16_rn(v - __bfloat162float(h));
+  }
+}
+
+bool uses_split_bf16(const MatmulArgs& a) {
+  return a.T > kGemvRows && a.w_dtype == DType::bf16 && a.w_bits == 0;
+}
+
+unsigned blocks_for(int64_t n, int threads) {
+  const int64_t b = (n + threads - 1) / threads;
+  return static_cast<unsigned>(b < 65535 ? (b > 0 ? b : 1) : 65535);
+}
+
+// Rows are launched along grid y (≤ 65535 per launch).
+template <class Launch>
+void for_row_batches(int64_t T, Launch launch) {
+  for (int64_t t0 = 0; t0 < T; t0 += 65535) launch(t0, T - t0 < 65535 ? T - t0 : 65535);
+}
+
+MatmulArgs rows_from(const MatmulArgs& a, int64_t t0, int64_t n) {
+  MatmulArgs b = a;
+  b.x = a.x + t0 * a.x_row_bytes;
+  b.y = a.y + t0 * a.y_row_bytes;
+  b.T = n;
+  return b;
+}
+
+}  // namespace
+
+int64_t CudaBackend::matmul_workspace(const MatmulArgs& a) const {
+  if (a.T == 0 || a.out == 0 || !uses_split_bf16(a)) return 0;
+  return 4 * a.T * a.in;
+}
+
+void CudaBackend::matmul(const MatmulArgs& a) {
+  if (a.T == 0 || a.out == 0) return;
+  enter();
+  cudaStream_t s = stream();
+  if (a.T <= kGemvRows) {
+    gemv_kernel<<<static_cast<unsigned>((a.out + 7) / 8), 256, 0, s>>>(a);
+    cuda::check(cudaGetLastError(), "matmul (gemv) launch");
+    return;
+  }
+  if (a.w_dtype == DType::f16 || a.w_bits > 0) {
+    for (int64_t t0 = 0; t0 < a.T; t0 += int64_t{65535} * kTile) {
+      const int64_t n = a.T - t0 < int64_t{65535} * kTile ? a.T - t0 : int64_t{65535} * kTile;
+      const dim3 grid(static_cast<unsigned>((a.out + kTile - 1) / kTile),
+                      static_cast<unsigned>((n + kTile - 1) / kTile));
+      tiled_kernel<<<grid, 256, 0, s>>>(rows_from(a, t0, n));
+      cuda::check(cudaGetLastError(), "matmul (tiled) launch");
+    }
+    return;
+  }
+  // cuBLAS, column-major: y viewed as [out × T] (ld = y row floats) = Wᵀ-as-stored [in × out]ᵀ · x [in × T].
+  const int64_t ldx = a.x_row_bytes / 4, ldy = a.y_row_bytes / 4;
+  const int64_t ldw = a.w_row_bytes / static_cast<int64_t>(dtype_info(a.w_dtype).block_bytes);
+  for_row_batches(a.T, [&](int64_t t0, int64_t n) {
+    init_rows_kernel<<<dim3(blocks_for(a.out, 256), static_cast<unsigned>(n)), 256, 0, s>>>(
+        rows_from(a, t0, n));
+  });
+  cuda::check(cudaGetLastError(), "matmul (bias) launch");
+  const float one = 1.0f;
+  if (a.w_dtype == DType::f32) {
+    check_cublas(cublasSgemm(cublas(), CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(a.out), static_cast<int>(a.T),
+                             static_cast<int>(a.in), &one, reinterpret_cast<const float*>(a.w),
+                             static_cast<int>(ldw), reinterpret_cast<const float*>(a.x), static_cast<int>(ldx),
+                             &one, reinterpret_cast<float*>(a.y), static_cast<int>(ldy)),
+                 "matmul (sgemm)");
+    return;
+  }
+  Tensor split = Tensor::empty(pool(), DType::u8, {matmul_workspace(a)}, "matmul x in bf16 (hi, lo)");
+  auto* hi = static_cast<__nv_bfloat16*>(split.data());
+  __nv_bfloat16* lo = hi + a.T * a.in;
+  for_row_batches(a.T, [&](int64_t t0, int64_t n) {
+    split_bf16_kernel<<<dim3(blocks_for(a.in, 256), static_cast<unsigned>(n)), 256, 0, s>>>(
+        rows_from(a, t0, n), hi + t0 * a.in, lo + t0 * a.in);
+  });
+  cuda::check(cudaGetLastError(), "matmul (split) launch");
+  for (const __nv_bfloat16* part : {static_cast<const __nv_bfloat16*>(hi), static_cast<const __nv_bfloat16*>(lo)})
+    check_cublas(cublasGemmEx(cublas(), CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(a.out), static_cast<int>(a.T),
+                              static_cast<int>(a.in), &one, a.w, CUDA_R_16BF, static_cast<int>(ldw), part,
+                              CUDA_R_16BF, static_cast<int>(a.in), &one, a.y, CUDA_R_32F, static_cast<int>(ldy),
+                              CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                 "matmul (bf16 gemm)");
+}
+
+}  // namespace keel
