@@ -18,8 +18,7 @@
 
 namespace keel::cuda {
 
-// ---- widening loads
-// -----------------------------------------------------------------------------------------
+// ---- widening loads ---------------------------------------------------------------------------------------
 
 __device__ inline float bf16_bits_to_f32(uint16_t h) {
   return __uint_as_float(static_cast<uint32_t>(h) << 16);
@@ -50,8 +49,7 @@ __device__ inline float norm_weight_at(const NormWeight& w, int64_t i) {
   return load_widened(w.data, w.dtype, i);
 }
 
-// ---- packed (MLX affine) weights
-// ----------------------------------------------------------------------------
+// ---- packed (MLX affine) weights --------------------------------------------------------------------------
 
 // The unsigned `bits`-bit value of element i of a packed row: bits [i·bits, i·bits + bits) of the row's
 // little-endian bit stream of 32-bit words (3/5/6-bit values may straddle two words; the second word is read
@@ -79,8 +77,7 @@ __device__ inline float packed_weight(const uint32_t* row_words, const char* sca
                    load_widened(biases_row, scale_dtype, g));
 }
 
-// ---- activations (the CPU's formulas, libm-accurate CUDA functions)
-// --------------------------------------------
+// ---- activations (the CPU's formulas, libm-accurate CUDA functions) ---------------------------------------
 
 __device__ inline float silu(float x) {
   return x / (1.0f + expf(-x));
@@ -89,12 +86,11 @@ __device__ inline float sigmoid(float x) {
   return 1.0f / (1.0f + expf(-x));
 }
 
-// ---- block reductions
-// --------------------------------------------------------------------------------------- blockDim.x a
-// multiple of 32 (≤ 1024); every thread of the block calls, and every thread gets the result. The combination
-// order depends only on blockDim.x (warp butterflies, then the warps' partials in warp order), so a row's
-// result depends only on its values and the launch's block size: the kernels fix the block size. Each call
-// starts with a __syncthreads, so calls may follow one another in one kernel.
+// ---- block reductions -------------------------------------------------------------------------------------
+// blockDim.x a multiple of 32 (≤ 1024); every thread of the block calls, and every thread gets the result.
+// The combination order depends only on blockDim.x (warp butterflies, then the warps' partials in warp
+// order), so a row's result depends only on its values and the launch's block size: the kernels fix the block
+// size. Each call starts with a __syncthreads, so calls may follow one another in one kernel.
 
 template <class T>
 __device__ inline T warp_sum(T v) {
@@ -129,8 +125,7 @@ __device__ inline float block_max(float v) {
   return m;
 }
 
-// ---- launch arithmetic (host)
-// -------------------------------------------------------------------------------
+// ---- launch arithmetic (host) -----------------------------------------------------------------------------
 
 constexpr int kThreads = 256;        // threads per block of every kernel here (a multiple of 32)
 constexpr int64_t kGridCap = 65535;  // blocks per grid dimension at most (kernels loop over the rest)
