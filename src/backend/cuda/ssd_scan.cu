@@ -1,0 +1,94 @@
+// Mamba2 SSD scan on CUDA (math: ops/ssd_scan.h; the CPU kernel: backend/cpu/ssd_scan.cpp; the float64
+// reference: ops/reference/ssd_scan_ref.h). The recurrence, token by token at every T:
+//   S[h] ← e^{dt·A[h]}·S[h] + dt·x[t,h] ⊗ B[t,g];  y[t,h] = S[h]·C[t,g] + D[h]·x[t,h]
+// One block per (head h, slice of kRows rows p of S[h] [P, N]): the slice lives in shared memory for the
+// whole call (read once, written back once), each warp owns kRows / 4 of its rows (lanes across N), and the
+// block walks the T tokens in order. No workspace: A = −exp(A_log), dt_bias and D are read from the
+// parameter vectors on the device. Memory is flat in T.
+#include <cuda_runtime.h>
+
+#include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/mixer_util.cuh"
+
+namespace keel {
+
+namespace {
+
+using cuda::mixer::kWarp;
+
+constexpr int kThreads = 128;  // 4 warps
+constexpr int kRows = 16;      // rows p of S[h] per block (kRows / 4 per warp)
+
+// dt = clamp(softplus(dt_raw[t, h] + dt_bias[h]), dt_min, dt_max), as the CPU's dt_of.
+__device__ __forceinline__ float dt_of(const SsdScanArgs& a, int64_t t, int64_t h, float bias) {
+  const float sp = cuda::mixer::softplus(a.dt[t * a.dt_st + h * a.dt_sh] + bias);
+  return fminf(fmaxf(sp, a.dt_min), a.dt_max);
+}
+
+// Grid: H · ⌈P / kRows⌉ blocks, head-major. Dynamic shared memory: S rows [kRows, N], B row [N], C row [N].
+__global__ void __launch_bounds__(kThreads) ssd_scan_kernel(const SsdScanArgs a) {
+  extern __shared__ float smem[];
+  const int64_t N = a.N, p_blocks = (a.P + kRows - 1) / kRows;
+  const int64_t h = blockIdx.x / p_blocks, p0 = blockIdx.x % p_blocks * kRows;
+  const int rows = static_cast<int>(a.P - p0 < kRows ? a.P - p0 : kRows);
+  const int64_t g = h / (a.H / a.G);
+  float* S = smem;            // [rows, N]: S[h][p0 + r][n]
+  float* Bs = S + kRows * N;  // [N]: B[t, g]
+  float* Cs = Bs + N;         // [N]: C[t, g]
+  // [rows, N]: this block's rows of state [H, P, N], contiguous
+  float* Sg = a.state + (h * a.P + p0) * N;
+  for (int64_t i = threadIdx.x; i < rows * N; i += kThreads) S[i] = Sg[i];
+  const float A = -expf(cuda::mixer::param(a.A_log, h));
+  const float bias = cuda::mixer::param(a.dt_bias, h), Dh = cuda::mixer::param(a.D, h);
+  const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
+  for (int64_t t = 0; t < a.T; ++t) {
+    __syncthreads();  // the previous token's B, C reads are done
+    const float* Bt = a.B + t * a.B_st + g * a.B_sg;
+    const float* Ct = a.C + t * a.C_st + g * a.C_sg;
+    for (int64_t n = threadIdx.x; n < N; n += kThreads) {
+      Bs[n] = Bt[n];
+      Cs[n] = Ct[n];
+    }
+    __syncthreads();  // B, C (and at t = 0 the state slice) are in shared memory
+    const float dt = dt_of(a, t, h, bias), decay = expf(dt * A);
+    const float* xt = a.x + t * a.x_st + h * a.x_sh + p0;  // [rows]
+    float* yt = a.y + t * a.y_st + h * a.y_sh + p0;        // [rows]
+    for (int r = warp; r < rows; r += kThreads / kWarp) {
+      const float xp = xt[r], coef = dt * xp;
+      float* s = S + r * N;
+      float acc = 0;
+      for (int64_t n = lane; n < N; n += kWarp) {
+        const float sv = decay * s[n] + coef * Bs[n];
+        s[n] = sv;
+        acc += sv * Cs[n];
+      }
+      acc = cuda::mixer::warp_sum(acc);
+      if (lane == 0) yt[r] = acc + Dh * xp;
+    }
+  }
+  __syncthreads();  // every warp's last update of its rows is done
+  for (int64_t i = threadIdx.x; i < rows * N; i += kThreads) Sg[i] = S[i];
+}
+
+int64_t shared_bytes(const SsdScanArgs& a) {
+  return 4 * (kRows + 2) * a.N;
+}
+
+}  // namespace
+
+// The kernel takes nothing from the pool (the parameters are read where they are stored).
+int64_t CudaBackend::ssd_scan_workspace(const SsdScanArgs&) const {
+  return 0;
+}
+
+void CudaBackend::ssd_scan(const SsdScanArgs& a) {
+  enter();
+  if (a.T == 0 || a.H == 0 || a.P == 0) return;
+  const int64_t blocks = a.H * ((a.P + kRows - 1) / kRows), smem = shared_bytes(a);
+  cuda::mixer::allow_shared(ssd_scan_kernel, smem, "ssd_scan shared memory");
+  ssd_scan_kernel<<<cuda::mixer::grid_blocks(blocks, "ssd_scan"), kThreads, static_cast<size_t>(smem),
+                    stream()>>>(a);
+  cuda::check(cudaGetLastError(), "ssd_scan launch");
+}
+
+}  // namespace keel
