@@ -67,6 +67,9 @@ class Backend {
   // dst's bytes all zero (0.0 in every float dtype).
   virtual void fill_zero(Tensor& dst) = 0;
 
+  // Whether the host reads and writes this backend's tensors in place (CPU, reference); false for a device,
+  // whose tensors the host reaches only through upload/download.
+  virtual bool host_addressable() const { return false; }
   // Waits for queued work (a no-op on the CPU, whose kernels run synchronously).
   virtual void synchronize() {}
   // Host worker threads the backend owns (the CPU's kernel workers); nullptr when it has none. Host-side

@@ -53,6 +53,7 @@ struct BenchArgs {
   int64_t prefill_chunk = 512;
   std::string memory_limit;
   int threads = 0;
+  std::string device = "cpu";
   uint64_t seed = 1;
   std::string json_path, plot_path;
 };
@@ -231,15 +232,16 @@ std::string command_line(const BenchArgs& a) {
   s += fmt::format(" --gen {} --prefill-chunk-size {}", a.gen, a.prefill_chunk);
   if (!a.memory_limit.empty()) s += " --memory-limit " + a.memory_limit;
   if (a.threads > 0) s += fmt::format(" -t {}", a.threads);
+  if (a.device != "cpu") s += " --device " + a.device;
   return s;
 }
 
 void bench(const BenchArgs& a) {
   const MemoryFacts facts = read_memory_facts();
-  const int64_t limit = a.memory_limit.empty() ? default_cpu_budget(facts)
-                                               : parse_memory_limit(a.memory_limit, facts.mem_total);
-  MemoryPool pool("cpu", limit);
-  CpuBackend be(pool, a.threads);
+  Compute compute = make_compute(a.device, a.memory_limit, 0, a.threads);
+  MemoryPool& pool = *compute.pool;
+  Backend& be = *compute.be;
+  const int64_t limit = pool.limit();
   const Clock::time_point t0 = Clock::now();
   models::LoadedModel m =
       a.random_weights
@@ -302,7 +304,7 @@ void bench(const BenchArgs& a) {
     out["settings"] = {{"gen", a.gen},
                        {"prefill_chunk_size", a.prefill_chunk},
                        {"memory_limit_bytes", limit},
-                       {"threads", be.threads()->size()}};
+                       {"threads", be.threads() ? be.threads()->size() : 0}};
     out["rows"] = nlohmann::json::array();
     for (const Row& r : rows) out["rows"].push_back(row_json(r));
     std::ofstream f(a.json_path);
@@ -364,6 +366,7 @@ void add_bench_command(CLI::App& app) {
       "margin");
   cmd->add_option("-t,--threads", a->threads, "CPU threads (default: all cores)")
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--device", a->device, "cpu or cuda[:N]")->capture_default_str();
   cmd->add_option("--seed", a->seed, "Seed of the prompts and the random weights (default 1)");
   cmd->add_option("--json", a->json_path,
                   "Also write the rows, machine, model and command as JSON to this file");

@@ -6,10 +6,15 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 
+#ifdef KEEL_HAVE_CUDA
+#include "backend/cuda/cuda_backend.h"
+#endif
 #include "core/error.h"
 #include "core/sysmem.h"
 #include "engine/scheduler.h"
+#include "load/json_util.h"
 #include "load/model_file_checks.h"
 
 namespace keel::cli {
@@ -51,7 +56,7 @@ bool half_not_finite(uint16_t bits, uint16_t exponent_mask) {
 
 void check_tensors_finite(const WeightStore& weights) {
   for (const std::string& name : weights.names()) {
-    Tensor t = weights.get(name);
+    Tensor t = weights.mapped(name);
     const auto* bytes = static_cast<const uint8_t*>(t.data());
     const int64_t n = t.numel();
     auto fail = [&](int64_t i) {
@@ -95,6 +100,7 @@ void add_session_options(CLI::App& cmd, SessionOptions& o) {
       "--memory-limit", o.memory_limit,
       "Memory budget: bytes (\"12GiB\") or a fraction of RAM (\"0.5\"); default: what is free now, less a "
       "margin");
+  cmd.add_option("--device", o.device, "cpu or cuda[:N]")->capture_default_str();
   cmd.add_flag("--check-tensors", o.check_tensors,
                "Scan every weight for NaN and infinity at load (slower start)");
 }
@@ -102,6 +108,72 @@ void add_session_options(CLI::App& cmd, SessionOptions& o) {
 int64_t memory_limit_bytes(const std::string& flag) {
   MemoryFacts facts = read_memory_facts();
   return flag.empty() ? default_cpu_budget(facts) : parse_memory_limit(flag, facts.mem_total);
+}
+
+namespace {
+
+// "cuda" → 0, "cuda:N" → N; nullopt for "cpu"; Error(invalid_argument) for anything else.
+std::optional<int> cuda_index(const std::string& device) {
+  if (device == "cpu") return std::nullopt;
+  if (device == "cuda") return 0;
+  if (device.starts_with("cuda:") && device.size() > 5 && device.size() <= 8 &&
+      device.find_first_not_of("0123456789", 5) == std::string::npos)
+    return std::stoi(device.substr(5));
+  throw_error(ErrorCode::invalid_argument, "--device {}: expected cpu or cuda[:N]",
+              clip_for_message(device, 40));
+}
+
+}  // namespace
+
+void check_device(const std::string& device) {
+  const std::optional<int> gpu = cuda_index(device);
+  if (!gpu) return;
+#ifdef KEEL_HAVE_CUDA
+  cuda::device_info(*gpu);
+#else
+  throw_error(ErrorCode::unsupported, "--device {}: this keel was built without CUDA; use --device cpu",
+              device);
+#endif
+}
+
+Compute make_compute(const std::string& device, const std::string& limit_flag, int64_t held_back,
+                     int threads) {
+  Compute c;
+  check_device(device);
+  const std::optional<int> gpu = cuda_index(device);
+  if (!gpu) {
+    const int64_t total = memory_limit_bytes(limit_flag);
+    const int64_t limit = total - held_back;
+    if (limit <= 0)
+      throw_error(ErrorCode::out_of_memory,
+                  "--memory-limit {} ({} bytes) leaves nothing for the model after {} held back for requests",
+                  format_bytes(total), total, format_bytes(held_back));
+    c.pool = std::make_unique<MemoryPool>("cpu", limit);
+    c.be = std::make_unique<CpuBackend>(*c.pool, threads);
+    return c;
+  }
+#ifdef KEEL_HAVE_CUDA
+  const cuda::DeviceInfo info = cuda::device_info(*gpu);  // names what exists when the index does not
+  const int64_t margin = std::max<int64_t>(int64_t{512} << 20, info.total_bytes / 20);
+  int64_t limit =
+      limit_flag.empty() ? info.free_bytes - margin : parse_memory_limit(limit_flag, info.total_bytes);
+  if (limit <= 0 || limit > info.free_bytes)
+    throw_error(ErrorCode::out_of_memory, "cuda:{}: a device memory limit of {} with {} free of {} ({})",
+                *gpu, format_bytes(std::max<int64_t>(limit, 0)), format_bytes(info.free_bytes),
+                format_bytes(info.total_bytes),
+                limit_flag.empty() ? "the default leaves a margin" : "--memory-limit");
+  auto arena = std::make_unique<cuda::ArenaAllocator>(*gpu, limit);
+  c.pool = std::make_unique<MemoryPool>(fmt::format("cuda:{}", *gpu), limit, arena.get());
+  c.allocator = std::move(arena);
+  c.be = std::make_unique<CudaBackend>(*c.pool, *gpu);
+  // The host's share: sampling over the logits that cross each step (a few rows of the vocabulary).
+  c.host_pool = std::make_unique<MemoryPool>("cpu", memory_limit_bytes(""));
+  c.host = std::make_unique<CpuBackend>(*c.host_pool, 1);
+  return c;
+#else
+  (void)gpu;
+  throw_error(ErrorCode::internal, "--device {}: no CUDA in this build", device);  // check_device refused it
+#endif
 }
 
 ModelSession open_session(const SessionOptions& o, bool need_tokenizer) {
@@ -112,14 +184,10 @@ ModelSession open_session(const SessionOptions& o, bool need_tokenizer) {
     throw_error(ErrorCode::invalid_argument, "--threads {}: expected 0 (all cores) to {}", o.threads,
                 kMaxThreads);
   check_config_values(s.dir);
-  const int64_t total = memory_limit_bytes(o.memory_limit);
-  const int64_t limit = total - o.held_back_bytes;
-  if (limit <= 0)
-    throw_error(ErrorCode::out_of_memory,
-                "--memory-limit {} ({} bytes) leaves nothing for the model after {} held back for requests",
-                format_bytes(total), total, format_bytes(o.held_back_bytes));
-  s.pool = std::make_unique<MemoryPool>("cpu", limit);
-  s.be = std::make_unique<CpuBackend>(*s.pool, o.threads);
+  s.compute = make_compute(o.device, o.memory_limit, o.held_back_bytes, o.threads);
+  s.pool = s.compute.pool.get();
+  s.be = s.compute.be.get();
+  const int64_t limit = s.pool->limit();
   s.loaded = models::load_model(s.dir, *s.be);
   if (o.check_tensors) check_tensors_finite(*s.loaded.weights);
   check_startup_memory(s.model(), *s.pool);

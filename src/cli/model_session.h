@@ -17,6 +17,7 @@ inline constexpr int kMaxThreads = 1024;
 
 struct SessionOptions {
   std::string dir;              // empty: the bundled model (default_model_dir)
+  std::string device = "cpu";   // --device: cpu or cuda[:N]
   int threads = 0;              // 0: all cores
   bool check_tensors = false;   // --check-tensors: scan the weights for NaN/Inf after loading
   std::string memory_limit;     // bytes or a fraction of MemTotal; empty: default_cpu_budget
@@ -26,8 +27,28 @@ struct SessionOptions {
 // The bytes --memory-limit allows in all (`flag` as given; empty: default_cpu_budget of this machine).
 int64_t memory_limit_bytes(const std::string& flag);
 
-// -m/--model, -t/--threads, --memory-limit.
+// -m/--model, -t/--threads, --memory-limit, --device.
 void add_session_options(CLI::App& cmd, SessionOptions& o);
+
+// What a command computes on: the device's pool and backend and, for a device whose memory the host cannot
+// read, a one-thread CPU backend over a small host pool for the host's share (sampling the chosen logits).
+struct Compute {
+  std::unique_ptr<DeviceAllocator> allocator;  // a device's one cudaMalloc (null on the CPU)
+  std::unique_ptr<MemoryPool> pool;
+  std::unique_ptr<Backend> be;
+  std::unique_ptr<MemoryPool> host_pool;
+  std::unique_ptr<CpuBackend> host;
+  Backend& host_backend() { return host ? *host : *be; }
+};
+// Checks --device before anything is loaded: "cpu", or "cuda[:N]" naming a device this machine has
+// (Error(invalid_argument) naming what exists) in a build with CUDA (Error(unsupported) otherwise).
+void check_device(const std::string& device);
+// `device` is "cpu" or "cuda[:N]"; `limit_flag` is --memory-limit as given (on a GPU: device bytes, or a
+// fraction of the device's memory; empty: what cudaMemGetInfo says is free, less max(512 MiB, 5 %)),
+// `held_back` bytes are taken off a CPU limit (serve's request budget). Error(invalid_argument) for a device
+// that does not exist or a malformed name; Error(unsupported) for cuda in a build without it.
+Compute make_compute(const std::string& device, const std::string& limit_flag, int64_t held_back,
+                     int threads);
 
 // The bundled default model: ./models/keel-brown-nemotron-h-8m, else next to the keel binary's folder
 // (build/keel → models/). Throws Error(invalid_argument) saying to pass --model when it is not there.
@@ -41,11 +62,13 @@ void check_tensors_finite(const WeightStore& weights);
 
 struct ModelSession {
   std::string dir;  // the model folder used: --model, or the bundled model
-  std::unique_ptr<MemoryPool> pool;
-  std::unique_ptr<CpuBackend> be;
+  Compute compute;
+  MemoryPool* pool = nullptr;  // compute's
+  Backend* be = nullptr;
   models::LoadedModel loaded;
   std::unique_ptr<tokenizer::Tokenizer> tok;  // null when the folder has no tokenizer.json
   Model& model() { return *loaded.model; }
+  Backend& host_backend() { return compute.host_backend(); }
 };
 
 ModelSession open_session(const SessionOptions& o, bool need_tokenizer);

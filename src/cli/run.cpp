@@ -129,7 +129,7 @@ void run(const RunArgs& a) {
   smp.params.temperature = a.temperature;
   smp.params.top_p = a.top_p;
   smp.seed = a.seed;
-  req.chooser = make_sampler(*s.be, smp);
+  req.chooser = make_sampler(s.host_backend(), smp);
   req.sink = sink;
   const Clock::time_point start = Clock::now();
   sched.submit(std::move(req));

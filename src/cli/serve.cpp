@@ -73,14 +73,6 @@ Json read_json_or_empty(const fs::path& path) {
   return j;
 }
 
-void check_device(const std::string& device) {
-  if (device == "cpu") return;
-  if (device == "cuda" || device.starts_with("cuda:"))
-    throw_error(ErrorCode::unsupported, "--device {}: this keel was built without CUDA; use --device cpu",
-                device);
-  throw_error(ErrorCode::invalid_argument, "--device {}: expected cpu or cuda[:N]", device);
-}
-
 // The template's source text, for detect_output_format (which reads the markers a template prints); the same
 // order as chat::ChatTemplate::from_model_dir. A template list gives all its entries.
 std::string chat_template_source(const std::string& dir, const std::string& file) {
@@ -200,8 +192,9 @@ void run_serve(const ServeFlags& f) {
   // Request handling (bodies, parsed JSON, renderings, token ids) gets a budget of its own out of the limit,
   // so the process stays within --memory-limit whatever the requests; the engine plans with the rest. A
   // body its budget could never take is refused from its Content-Length, before it is read.
-  const int64_t request_budget =
-      std::clamp(memory_limit_bytes(f.memory_limit) / 8, int64_t{16} << 20, int64_t{2} << 30);
+  // (On a GPU, --memory-limit is the device's; request handling stays on the host, under its default.)
+  const int64_t request_budget = std::clamp(memory_limit_bytes(f.device == "cpu" ? f.memory_limit : "") / 8,
+                                            int64_t{16} << 20, int64_t{2} << 30);
   server::RequestMemory request_memory(request_budget);
   options.max_body_bytes = static_cast<size_t>(server::RequestMemory::max_body_for(request_budget));
   server::HttpServer http(options);
@@ -210,15 +203,16 @@ void run_serve(const ServeFlags& f) {
 
   ModelSession session;
   try {
-    session = open_session(SessionOptions{dir, f.threads, f.check_tensors, f.memory_limit, request_budget},
-                           /*need_tokenizer=*/true);
+    session = open_session(
+        SessionOptions{dir, f.device, f.threads, f.check_tensors, f.memory_limit, request_budget},
+        /*need_tokenizer=*/true);
   } catch (const Error& e) {
     if (e.code() != ErrorCode::out_of_memory) throw;
     throw_error(ErrorCode::out_of_memory,
                 "the model's weights do not fit the memory limit ({}); raise --memory-limit", e.what());
   }
   MemoryPool& pool = *session.pool;
-  CpuBackend& backend = *session.be;
+  Backend& backend = *session.be;
   models::LoadedModel& loaded = session.loaded;
   tokenizer::Tokenizer& tokenizer = *session.tok;
 
@@ -264,7 +258,7 @@ void run_serve(const ServeFlags& f) {
     model.model_id = fs::path(dir).lexically_normal().parent_path().filename().string();
   model.context_tokens = usable;
   model.eos_tokens = eos;
-  model.make_chooser = chooser_factory(backend, defaults.params);
+  model.make_chooser = chooser_factory(session.host_backend(), defaults.params);
   model.message_checkpoints = keeps_prompt_checkpoints(*loaded.model, sc);
   model.request_memory = &request_memory;
   http.set_model(&model);

@@ -498,6 +498,7 @@ void Scheduler::deliver(const std::vector<Sequence*>& seqs, const std::vector<St
                         const Tensor& logits, StepEndings& endings) {
   int64_t row = 0;
   const int64_t vocab = model_.vocab_size();
+  const std::span<const float> all = model_.host_logits(logits, logits_host_);
   for (size_t i = 0; i < seqs.size(); ++i) {
     Sequence& s = *seqs[i];
     if (s.in_state() > s.best_in_state) {  // progress, not a redo of what a failed step threw away
@@ -513,7 +514,7 @@ void Scheduler::deliver(const std::vector<Sequence*>& seqs, const std::vector<St
       if (s.request.sink) s.request.sink->on_prefill(s.in_state(), s.n_prompt);
       continue;
     }
-    std::span<const float> r(logits.ptr<float>() + row * vocab, static_cast<size_t>(vocab));
+    std::span<const float> r = all.subspan(static_cast<size_t>(row * vocab), static_cast<size_t>(vocab));
     ++row;
     if (s.cancelled()) continue;
     GeneratedToken tok;

@@ -167,6 +167,7 @@ class Scheduler {
   PromptCache cache_;
   std::string last_unexpected_;  // what the last step that threw outside run_planned said (see step())
   SchedulerStats stats_;
+  std::vector<float> logits_host_;  // [rows, vocab]: a step's logits when they live on a device
 };
 
 }  // namespace keel

@@ -127,6 +127,15 @@ const WeightInfo* WeightStore::find(std::string_view name) const {
 }
 
 Tensor WeightStore::get(std::string_view name) const {
+  Tensor t = mapped(name);
+  if (!place_ || !find(name)) return t;
+  std::string key(name);
+  auto it = placed_.find(key);
+  if (it == placed_.end()) it = placed_.emplace(key, place_(key, t)).first;
+  return it->second;
+}
+
+Tensor WeightStore::mapped(std::string_view name) const {
   const WeightInfo* info = find(name);
   if (auto it = made_.find(std::string(name)); !info && it != made_.end()) return it->second;
   if (!info)

@@ -36,6 +36,12 @@ class WeightStore {
   using TensorMaker = std::function<Tensor(const std::string& name, const std::vector<int64_t>& shape)>;
   static WeightStore on_demand(std::string label, TensorMaker make);
 
+  // From now on, get() hands out place(name, mapped view) instead of the mapped view, made once per name
+  // and kept (a device backend's copy of each weight in its pool: load_model sets this when the backend
+  // cannot read host memory). Tensors made on demand are not placed (their maker makes them where they
+  // belong).
+  using Placer = std::function<Tensor(const std::string& name, const Tensor& mapped)>;
+  void place_with(Placer place) { place_ = std::move(place); }
   WeightStore(WeightStore&&) noexcept = default;
   WeightStore& operator=(WeightStore&&) noexcept = default;
 
@@ -47,6 +53,8 @@ class WeightStore {
   // read-only: writing through the view faults. Throws Error(invalid_file) naming the tensor and the folder
   // when it is absent, Error(unsupported) when it has more than kMaxDims dimensions.
   Tensor get(std::string_view name) const;
+  // The mapped view itself, whatever place_with says (host memory: checks that read every value).
+  Tensor mapped(std::string_view name) const;
   // As get(), and checks the shape: Error(invalid_file) "tensor X has shape [a, b], expected [c, d]".
   Tensor get(std::string_view name, std::initializer_list<int64_t> expected_shape) const;
   Tensor get(std::string_view name, const std::vector<int64_t>& expected_shape) const;
@@ -75,8 +83,10 @@ class WeightStore {
   std::string folder_;
   std::vector<std::unique_ptr<SafetensorsFile>> shards_;
   std::unordered_map<std::string, WeightInfo> by_name_;
-  TensorMaker make_;                                      // on_demand stores only
-  mutable std::unordered_map<std::string, Tensor> made_;  // what make_ returned, by name
+  TensorMaker make_;                                        // on_demand stores only
+  mutable std::unordered_map<std::string, Tensor> made_;    // what make_ returned, by name
+  Placer place_;                                            // set by place_with
+  mutable std::unordered_map<std::string, Tensor> placed_;  // what place_ returned, by name
 };
 
 }  // namespace keel

@@ -221,8 +221,7 @@ Tensor DecoderModel::forward(std::span<const StepItem> step) {
         host[static_cast<size_t>(it.begin + j)] = static_cast<int32_t>(it.past + j);
     be_.upload(host.data(), 4 * T, positions);
     ctx.rope_table = Tensor::empty(pool, DType::f32, {T, spec_.rope->rotary_dim()}, "rope cos/sin table");
-    spec_.rope->fill(be_, std::span<const int32_t>(positions.ptr<int32_t>(), static_cast<size_t>(T)),
-                     ctx.rope_table);
+    spec_.rope->fill(be_, positions, ctx.rope_table);
   }
   if (observer_) observer_(0, hidden);
 
@@ -271,6 +270,13 @@ Tensor DecoderModel::forward(std::span<const StepItem> step) {
     static_cast<DecoderState*>(step[i].state)->tokens_ += ctx.items[i].n;
   be_.synchronize();  // the step ends: its kernels and copies are done when the logits are read
   return logits;
+}
+
+std::span<const float> DecoderModel::host_logits(const Tensor& logits, std::vector<float>& buffer) const {
+  if (be_.host_addressable()) return Model::host_logits(logits, buffer);
+  buffer.resize(static_cast<size_t>(logits.numel()));
+  be_.download(logits, buffer.data(), 4 * logits.numel());
+  return {buffer.data(), buffer.size()};
 }
 
 }  // namespace keel::models

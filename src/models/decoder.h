@@ -92,6 +92,7 @@ class DecoderModel final : public Model {
   bool restore_checkpoint(SequenceState& state) override;
   static constexpr size_t kMaxCheckpoints = 8;  // per state, the newest kept
 
+  std::span<const float> host_logits(const Tensor& logits, std::vector<float>& buffer) const override;
   int64_t num_layers() const { return static_cast<int64_t>(layers_.size()); }
   Backend& backend() const { return be_; }
   // Test hook: called with the residual stream [T, d] after the embedding (index 0) and after layer i (i +

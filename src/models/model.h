@@ -74,6 +74,12 @@ class Model {
   // Error(out_of_memory) when an allocation is refused: then a state whose sequence took part may be
   // partially updated and must be discarded (see state_survives_failed_step).
   virtual Tensor forward(std::span<const StepItem> step) = 0;
+  // The rows of forward()'s logits as host floats: the tensor itself when the host can read it in place,
+  // else a copy in `buffer` (a device's logits cross to the host here, once per step).
+  virtual std::span<const float> host_logits(const Tensor& logits, std::vector<float>& buffer) const {
+    (void)buffer;
+    return {logits.ptr<float>(), static_cast<size_t>(logits.numel())};
+  }
   // True when a failed step leaves every state as it was (pure-attention models: rows past tokens() are
   // ignored, and tokens() advances only after the last allocation of the step has succeeded). False for
   // recurrent layers updated in place: the engine then re-prefills the sequences of a failed step.

@@ -64,7 +64,7 @@ std::unique_ptr<Block> moe_block(const ModelConfig& cfg, const WeightBinder& w) 
 }  // namespace
 
 std::unique_ptr<Model> make_nemotron_h(const ModelConfig& cfg, WeightStore& store, Backend& be) {
-  WeightBinder root(store, be.pool(), {}, cfg.quantization ? &*cfg.quantization : nullptr);
+  WeightBinder root(store, be, {}, cfg.quantization ? &*cfg.quantization : nullptr);
   DecoderSpec spec;
   bind_embeddings(cfg, root, spec, "backbone.embeddings.weight", "backbone.norm_f.weight");
   const int64_t d = cfg.hidden_size;

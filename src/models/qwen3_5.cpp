@@ -117,7 +117,7 @@ std::unique_ptr<Model> make_qwen3_5_family(const ModelConfig& cfg, WeightStore& 
   std::optional<QuantizationConfig> quant = cfg.quantization;  // renamed with the tensors
   use_mlx_names(store, quant);
   use_language_model_weights(cfg, store, quant);
-  WeightBinder root(store, be.pool(), {}, quant ? &*quant : nullptr);
+  WeightBinder root(store, be, {}, quant ? &*quant : nullptr);
   DecoderSpec spec;
   bind_embeddings(cfg, root, spec, "model.embed_tokens.weight", "model.norm.weight");
   // The stored 1 + w of MLX files is the scale itself; keel must not add 1 again.

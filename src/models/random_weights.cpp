@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string_view>
+#include <vector>
 
 #include "backend/thread_pool.h"
 #include "core/error.h"
@@ -88,6 +89,21 @@ void fill_words(Backend& be, Tensor& t, uint64_t key) {
     run(0, blocks, 0);
 }
 
+// Runs `fill_host(view)` over t's values: in place when the host writes the backend's memory, else into a
+// host buffer of t's bytes that is then uploaded (a device's weights are made on the host, one tensor at a
+// time).
+template <class Fill>
+void write_values(Backend& be, Tensor& t, Fill fill_host) {
+  if (be.host_addressable()) {
+    fill_host(t);
+    return;
+  }
+  std::vector<uint8_t> host(static_cast<size_t>(t.nbytes()));
+  Tensor view = Tensor::borrow(host.data(), t.dtype(), t.shape().data(), t.ndim());
+  fill_host(view);
+  be.upload(host.data(), t.nbytes(), t);
+}
+
 }  // namespace
 
 DType config_weight_dtype(const std::string& dir) {
@@ -139,14 +155,14 @@ LoadedModel random_weights_model(const ModelConfig& config, DType dtype, Backend
             const float a = std::sqrt(3.0f / static_cast<float>(std::max<int64_t>(1, in)));
             const float v = !sb.empty() ? 2 * a / static_cast<float>((1 << quant.bits) - 1) : -a;
             Tensor t = Tensor::empty(be.pool(), dtype, shape.data(), static_cast<int>(shape.size()), name);
-            fill(be, t, 0, v, true);
+            write_values(be, t, [&](Tensor& h) { fill(be, h, 0, v, true); });
             packed->insert(!sb.empty() ? sb : bb);
             return t;
           }
           if (!wb.empty() && packed->count(wb)) {
             Tensor t =
                 Tensor::empty(be.pool(), DType::u32, shape.data(), static_cast<int>(shape.size()), name);
-            fill_words(be, t, name_hash(name, seed));
+            write_values(be, t, [&](Tensor& h) { fill_words(be, h, name_hash(name, seed)); });
             return t;
           }
         }
@@ -155,7 +171,7 @@ LoadedModel random_weights_model(const ModelConfig& config, DType dtype, Backend
         const float a = shape.size() == 1
                             ? (norm ? 1.0f : 0.5f)
                             : std::sqrt(3.0f / static_cast<float>(std::max<int64_t>(1, shape.back())));
-        fill(be, t, name_hash(name, seed), a, norm);
+        write_values(be, t, [&](Tensor& h) { fill(be, h, name_hash(name, seed), a, norm); });
         return t;
       }));
   try {

@@ -14,6 +14,7 @@ void score_document(Model& model, std::span<const int32_t> doc, const ScoreOptio
                 opt.bos ? " (BOS included)" : "", opt.chunk);
   const int64_t V = model.vocab_size(), n_doc = static_cast<int64_t>(doc.size());
   std::vector<int32_t> window;
+  std::vector<float> host;  // the logits when they live on a device
   for (int64_t start = 0; start < n_doc; start += body) {
     window.clear();
     if (opt.bos) window.push_back(*opt.bos);
@@ -27,8 +28,9 @@ void score_document(Model& model, std::span<const int32_t> doc, const ScoreOptio
       StepItem item{state.get(), std::span<const int32_t>(window.data() + b, static_cast<size_t>(n)), n,
                     nullptr};
       Tensor logits = model.forward({&item, 1});
+      const float* rows = model.host_logits(logits, host).data();
       for (int64_t r = 0; r < n; ++r) {
-        const float* x = logits.ptr<float>() + r * V;
+        const float* x = rows + r * V;
         const int64_t best = std::max_element(x, x + V) - x;
         double s = 0;
         for (int64_t i = 0; i < V; ++i) s += std::exp(double(x[i]) - double(x[best]));

@@ -23,7 +23,7 @@ void bind_embeddings(const ModelConfig& cfg, const WeightBinder& root, DecoderSp
 
 std::unique_ptr<Model> build_transformer(const ModelConfig& cfg, const WeightStore& store, Backend& be,
                                          const TransformerOptions& opt) {
-  WeightBinder root(store, be.pool(), {}, cfg.quantization ? &*cfg.quantization : nullptr);
+  WeightBinder root(store, be, {}, cfg.quantization ? &*cfg.quantization : nullptr);
   DecoderSpec spec;
   bind_embeddings(cfg, root, spec, "model.embed_tokens.weight", "model.norm.weight");
   spec.norm.scale = opt.norm_scale;

@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <cstring>
+#include <vector>
+
 #include "core/error.h"
 #include "ops/matmul.h"
 
@@ -116,33 +119,34 @@ Linear WeightBinder::linear(std::string_view name, int64_t out, int64_t in, bool
   std::string base(name);
   Linear l;
   l.w = matrix(base, out, in);
-  if (bias) l.b = widen_to_f32(get(base + ".bias", {out}), *pool_, full(base + ".bias"));
+  if (bias) l.b = widen_to_f32(get(base + ".bias", {out}), *be_, full(base + ".bias"));
   return l;
 }
 
-Tensor widen_to_f32(const Tensor& t, MemoryPool& pool, std::string_view what) {
+Tensor widen_to_f32(const Tensor& t, Backend& be, std::string_view what) {
   if (t.ndim() != 1)
     throw_error(ErrorCode::invalid_argument, "{}: expected a vector, got {}", what, t.shape_string());
-  const int64_t n = t.dim(0);
-  Tensor out = Tensor::empty(pool, DType::f32, {n}, what);
-  float* o = out.ptr<float>();
-  for (int64_t i = 0; i < n; ++i) {
-    const void* p = t.at(i);
-    switch (t.dtype()) {
-      case DType::f32:
-        o[i] = *static_cast<const float*>(p);
-        break;
-      case DType::bf16:
-        o[i] = bf16_to_f32(*static_cast<const uint16_t*>(p));
-        break;
-      case DType::f16:
-        o[i] = f16_to_f32(*static_cast<const uint16_t*>(p));
-        break;
-      default:
-        throw_error(ErrorCode::unsupported, "{}: dtype {} where f32/bf16/f16 was expected", what,
-                    dtype_name(t.dtype()));
-    }
+  if (t.dtype() != DType::f32 && t.dtype() != DType::bf16 && t.dtype() != DType::f16)
+    throw_error(ErrorCode::unsupported, "{}: dtype {} where f32/bf16/f16 was expected", what,
+                dtype_name(t.dtype()));
+  const int64_t n = t.dim(0), esize = dtype_info(t.dtype()).block_bytes;
+  std::vector<uint8_t> raw(static_cast<size_t>(n * esize));  // t's values on the host
+  if (t.is_contiguous()) {
+    be.download(t, raw.data(), n * esize);
+  } else {
+    for (int64_t i = 0; i < n; ++i) be.download(t.slice(0, i, 1), raw.data() + i * esize, esize);
   }
+  std::vector<float> wide(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    const uint8_t* p = raw.data() + i * esize;
+    uint16_t h = 0;
+    if (esize == 2) std::memcpy(&h, p, 2);
+    wide[static_cast<size_t>(i)] = t.dtype() == DType::bf16  ? bf16_to_f32(h)
+                                   : t.dtype() == DType::f16 ? f16_to_f32(h)
+                                                             : *reinterpret_cast<const float*>(p);
+  }
+  Tensor out = Tensor::empty(be.pool(), DType::f32, {n}, what);
+  be.upload(wide.data(), 4 * n, out);
   return out;
 }
 

@@ -35,11 +35,13 @@ int64_t linear_workspace_bytes(const Backend& be, const Linear& l, int64_t T);
 // are read off the shapes.
 class WeightBinder {
  public:
-  WeightBinder(const WeightStore& store, MemoryPool& pool, std::string prefix = {},
+  // `be` is the backend the model runs on: weights are views of its memory (store.place_with), and the
+  // f32 copies made here (biases) come from its pool.
+  WeightBinder(const WeightStore& store, Backend& be, std::string prefix = {},
                const QuantizationConfig* quant = nullptr)
-      : store_(&store), pool_(&pool), quant_(quant), prefix_(std::move(prefix)) {}
+      : store_(&store), be_(&be), quant_(quant), prefix_(std::move(prefix)) {}
   WeightBinder sub(std::string_view more) const {
-    return WeightBinder(*store_, *pool_, prefix_ + std::string(more), quant_);
+    return WeightBinder(*store_, *be_, prefix_ + std::string(more), quant_);
   }
 
   bool has(std::string_view name) const { return store_->has(full(name)); }
@@ -60,18 +62,19 @@ class WeightBinder {
   Tensor conv_weight(std::string_view name, int64_t C, int64_t K) const;
   std::string full(std::string_view name) const { return prefix_ + std::string(name); }
   const WeightStore& store() const { return *store_; }
-  MemoryPool& pool() const { return *pool_; }
+  MemoryPool& pool() const { return be_->pool(); }
+  Backend& backend() const { return *be_; }
   const QuantizationConfig* quantization() const { return quant_; }
 
  private:
   Weight bind(std::string_view name, const std::vector<int64_t>& shape) const;
   const WeightStore* store_;
-  MemoryPool* pool_;
+  Backend* be_;
   const QuantizationConfig* quant_;
   std::string prefix_;
 };
 
-// An f32 copy of a 1-D f32/bf16/f16 tensor from `pool`.
-Tensor widen_to_f32(const Tensor& t, MemoryPool& pool, std::string_view what);
+// An f32 copy of a 1-D f32/bf16/f16 tensor of `be`, from its pool (widened on the host).
+Tensor widen_to_f32(const Tensor& t, Backend& be, std::string_view what);
 
 }  // namespace keel::models

@@ -1,5 +1,7 @@
 #include "ops/embedding.h"
 
+#include <vector>
+
 #include "core/error.h"
 #include "ops/op_check.h"
 
@@ -12,7 +14,8 @@ void embedding(Backend& be, const Weight& table, const Tensor& ids, Tensor& out)
   const int64_t T = ids.dim(0);
   check_tensor("embedding", "out", out, {DType::f32}, {T, d});
   require_support(be, Op::embedding, table, "embedding");
-  const int32_t* id = ids.ptr<const int32_t>();
+  std::vector<int32_t> id(static_cast<size_t>(T));  // checked on the host (the ids may live on a device)
+  be.download(ids, id.data(), 4 * T);
   for (int64_t t = 0; t < T; ++t)
     if (id[t] < 0 || id[t] >= vocab)
       throw_error(ErrorCode::invalid_argument,
@@ -29,7 +32,7 @@ void embedding(Backend& be, const Weight& table, const Tensor& ids, Tensor& out)
     a.scale_dtype = table.scales.dtype();
     a.bits = table.bits, a.group_size = table.group_size;
   }
-  a.ids = id;
+  a.ids = ids.ptr<const int32_t>();
   a.out = static_cast<char*>(out.data());
   a.out_row_bytes = out.stride_bytes(0);
   a.T = T, a.d = d;

@@ -1,6 +1,7 @@
 #include "ops/moe.h"
 
 #include <algorithm>
+#include <vector>
 
 #include "core/error.h"
 #include "ops/activation.h"
@@ -18,9 +19,9 @@ int64_t mm(const Backend& be, int64_t T, int64_t in, int64_t out, const WeightFo
   return matmul_workspace_bytes(be, T, in, out, d);
 }
 
-// The bytes of the (token, weight) pairs grouped by expert, and of the routing result.
+// The bytes of the (token, weight) pairs grouped by expert (on the device), and of the routing result.
 int64_t grouping_bytes(const MoeShape& s) {
-  return 8 * (s.E + 1) + 8 * s.T * s.top_k;
+  return 8 * s.T * s.top_k;
 }
 int64_t routing_bytes(const MoeShape& s) {
   return 8 * s.T * s.top_k;
@@ -162,27 +163,33 @@ void moe_experts(Backend& be, const Tensor& x, const Tensor& indices, const Tens
   require_support(be, Op::moe, w.up[0], kOp);
   if (T == 0) return;
 
-  // Group the (token, slot) pairs by expert: a counting sort, tokens ascending within an expert.
-  const int32_t* idx = indices.ptr<int32_t>();
+  // Group the (token, slot) pairs by expert on the host (the routing result is T·k ids and weights): a
+  // counting sort, tokens ascending within an expert; the grouped rows and weights go back to the device.
+  std::vector<int32_t> idx(static_cast<size_t>(T * k));
+  std::vector<float> wts(static_cast<size_t>(T * k));
+  be.download(indices, idx.data(), 4 * T * k);
+  be.download(weights, wts.data(), 4 * T * k);
   for (int64_t i = 0; i < T * k; ++i)
     if (idx[i] < 0 || idx[i] >= E)
       throw_error(ErrorCode::invalid_argument, "{}: token {} slot {} routes to expert {}, outside [0, {})",
                   kOp, i / k, i % k, idx[i], E);
-  Tensor offsets = Tensor::empty(be.pool(), DType::i64, {E + 1}, "moe expert offsets");
-  Tensor tokens = Tensor::empty(be.pool(), DType::i32, {T * k}, "moe grouped tokens");
-  Tensor scales = Tensor::empty(be.pool(), DType::f32, {T * k}, "moe grouped weights");
-  int64_t* off = offsets.ptr<int64_t>();  // off[e] = first pair of expert e
-  std::fill_n(off, E + 1, 0);
+  std::vector<int64_t> off(static_cast<size_t>(E + 1), 0);  // off[e] = first pair of expert e
+  std::vector<int32_t> grouped_tokens(static_cast<size_t>(T * k));
+  std::vector<float> grouped_scales(static_cast<size_t>(T * k));
   for (int64_t i = 0; i < T * k; ++i) ++off[idx[i] + 1];
   for (int64_t e = 0; e < E; ++e) off[e + 1] += off[e];
   for (int64_t i = 0; i < T * k;
        ++i) {  // off[e] runs as expert e's cursor, ending at the next expert's start
     const int64_t pos = off[idx[i]]++;
-    tokens.ptr<int32_t>()[pos] = static_cast<int32_t>(i / k);
-    scales.ptr<float>()[pos] = weights.ptr<float>()[i];
+    grouped_tokens[pos] = static_cast<int32_t>(i / k);
+    grouped_scales[pos] = wts[i];
   }
   for (int64_t e = E; e > 0; --e) off[e] = off[e - 1];
   off[0] = 0;
+  Tensor tokens = Tensor::empty(be.pool(), DType::i32, {T * k}, "moe grouped tokens");
+  Tensor scales = Tensor::empty(be.pool(), DType::f32, {T * k}, "moe grouped weights");
+  be.upload(grouped_tokens.data(), 4 * T * k, tokens);
+  be.upload(grouped_scales.data(), 4 * T * k, scales);
 
   // One expert at a time over its rows: gather, MLP, scatter-add with the routing weights.
   Tensor xe = Tensor::empty(be.pool(), DType::f32, {T, H}, "moe expert inputs");
@@ -192,7 +199,7 @@ void moe_experts(Backend& be, const Tensor& x, const Tensor& indices, const Tens
   for (int64_t e = 0; e < E; ++e) {
     const int64_t n = off[e + 1] - off[e];
     if (n == 0) continue;
-    const int32_t* rows = tokens.ptr<int32_t>() + off[e];
+    const int32_t* rows = tokens.ptr<int32_t>() + off[e];  // device memory of `be`
     be.move_rows(MoveRowsArgs{RowsOp::gather, x.ptr<float>(), x_st, rows, nullptr, n, H, xe.ptr<float>(), H});
     Tensor xn = xe.slice(0, 0, n), hn = hidden.slice(0, 0, n), yn = ye.slice(0, 0, n);
     run_mlp(be, xn, w.up[e], swiglu ? &w.gate[e] : nullptr, w.down[e], hn, yn);
@@ -232,8 +239,13 @@ void moe(Backend& be, const Tensor& x, const MoeWeights& w, const MoeParams& p, 
       be.move_rows(MoveRowsArgs{RowsOp::scale, nullptr, 0, nullptr, g.ptr<float>(), T, H, out.ptr<float>(),
                                 stride_floats(kOp, "out", out, 0)});
     }
+  } else if (out.is_contiguous()) {
+    be.fill_zero(out);
   } else {
-    for (int64_t t = 0; t < T; ++t) std::fill_n(static_cast<float*>(out.at(t)), H, 0.0f);
+    for (int64_t t = 0; t < T; ++t) {
+      Tensor row = out.slice(0, t, 1);
+      be.fill_zero(row);
+    }
   }
 
   Tensor indices, weights;

@@ -29,12 +29,13 @@ void rope_cos_sin(Backend& be, const Tensor& positions, std::span<const float> i
   if (R <= 0) throw_error(ErrorCode::invalid_argument, "rope_cos_sin: no frequencies");
   check_tensor("rope_cos_sin", "cos_sin", cos_sin, {DType::f32}, {T, R});
   require_support(be, Op::rope, DType::f32, "rope_cos_sin");
-  const int32_t* pos = positions.ptr<const int32_t>();
+  std::vector<int32_t> pos(static_cast<size_t>(T));  // checked on the host (they may live on a device)
+  be.download(positions, pos.data(), 4 * T);
   for (int64_t t = 0; t < T; ++t)
     if (pos[t] < 0)
       throw_error(ErrorCode::invalid_argument, "rope_cos_sin: position {} at token {}", pos[t], t);
   RopeCosSinArgs a;
-  a.positions = pos, a.inv_freq = inv_freq.data();
+  a.positions = positions.ptr<const int32_t>(), a.inv_freq = inv_freq.data();
   a.table = static_cast<char*>(cos_sin.data()), a.table_row_bytes = cos_sin.stride_bytes(0);
   a.T = T, a.R = R;
   be.rope_cos_sin(a);

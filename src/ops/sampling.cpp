@@ -41,6 +41,9 @@ Filtered filter(Backend& be, const Tensor& logits, const SamplingParams& p,
   check_contiguous("sample", "logits", logits, {DType::f32}, {kAnyDim});
   check_params(p);
   require_support(be, Op::sampling, DType::f32, "sample");
+  if (!be.host_addressable())  // the filters run on the host over host memory (ops/sampling_host.h)
+    throw_error(ErrorCode::unsupported, "{}: runs on the host; {} holds its tensors on a device", "sample",
+                be.name());
   const int64_t V = logits.dim(0), H = static_cast<int64_t>(history.size());
   if (V == 0) throw_error(ErrorCode::invalid_argument, "sample: empty logits");
   for (int64_t i = 0; i < H; ++i)
@@ -91,6 +94,9 @@ void top_k(Backend& be, const Tensor& logits, int64_t k, Tensor& values, Tensor&
   check_tensor("top_k", "values", values, {DType::f32}, {rows, k});
   check_tensor("top_k", "indices", indices, {DType::i32}, {rows, k});
   require_support(be, Op::sampling, DType::f32, "top_k");
+  if (!be.host_addressable())  // the filters run on the host over host memory (ops/sampling_host.h)
+    throw_error(ErrorCode::unsupported, "{}: runs on the host; {} holds its tensors on a device", "top_k",
+                be.name());
   Tensor heap = Tensor::empty(be.pool(), DType::u8, {k * 8}, "top_k heap");
   auto* h = heap.ptr<host::Candidate>();
   for (int64_t r = 0; r < rows; ++r) {

@@ -23,6 +23,9 @@
 #include "../load/test_files.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/reference/reference_backend.h"
+#ifdef KEEL_HAVE_CUDA
+#include "backend/cuda/cuda_backend.h"
+#endif
 #include "core/error.h"
 #include "core/pool.h"
 #include "load/weight_store.h"
@@ -57,20 +60,39 @@ struct Reference {
 
 // Which backend a model test runs on: the CPU (every check), or the float64 reference backend (the fixture
 // checks: hidden states and prompt log-probs, which prove the op seam end to end; slow, so only those).
-enum class TestBackend { cpu, reference };
+enum class TestBackend { cpu, reference, cuda };
+
+// The CUDA entry (tests/models/cuda_models_test.cpp, built with KEEL_CUDA) runs on keel's own device pool:
+// one cudaMalloc cut up by cuda::ArenaAllocator, as `keel --device cuda` uses.
+inline std::unique_ptr<DeviceAllocator> make_test_allocator(TestBackend kind, int64_t bytes) {
+#ifdef KEEL_HAVE_CUDA
+  if (kind == TestBackend::cuda) return std::make_unique<cuda::ArenaAllocator>(0, bytes);
+#endif
+  (void)kind, (void)bytes;
+  return nullptr;
+}
 
 inline std::unique_ptr<Backend> make_test_backend(TestBackend kind, MemoryPool& pool, int threads) {
   if (kind == TestBackend::reference) return std::make_unique<ReferenceBackend>(pool);
+#ifdef KEEL_HAVE_CUDA
+  if (kind == TestBackend::cuda) return std::make_unique<CudaBackend>(pool, 0);
+#endif
+  if (kind == TestBackend::cuda) throw_error(ErrorCode::unsupported, "this test binary has no CUDA");
   return std::make_unique<CpuBackend>(pool, threads);
 }
 
-// A model on a 2-thread CPU backend (or the reference backend) with its own pool.
+// A model on a 2-thread CPU backend (or the reference or CUDA backend) with its own pool.
 struct ModelUnderTest {
-  MemoryPool pool{"cpu", int64_t{8} << 30};
+  static constexpr int64_t kPoolBytes = int64_t{8} << 30;
+  std::unique_ptr<DeviceAllocator> allocator;
+  MemoryPool pool;
   std::unique_ptr<Backend> be;
   models::LoadedModel loaded;
   explicit ModelUnderTest(const std::string& dir, int threads = 2, TestBackend kind = TestBackend::cpu)
-      : be(make_test_backend(kind, pool, threads)), loaded(models::load_model(dir, *be)) {}
+      : allocator(make_test_allocator(kind, kPoolBytes)),
+        pool(kind == TestBackend::cuda ? "cuda:0" : "cpu", kPoolBytes, allocator.get()),
+        be(make_test_backend(kind, pool, threads)),
+        loaded(models::load_model(dir, *be)) {}
   Model& model() { return *loaded.model; }
   models::DecoderModel& decoder() { return dynamic_cast<models::DecoderModel&>(*loaded.model); }
 };
@@ -97,7 +119,8 @@ inline std::vector<double> prefill_logprobs(Model& model, const std::vector<int3
     const int64_t n = std::min(chunk, T - b);
     StepItem item{state.get(), std::span<const int32_t>(ids.data() + b, static_cast<size_t>(n)), n, nullptr};
     Tensor logits = model.forward({&item, 1});
-    std::vector<double> lp = log_softmax_rows(logits.ptr<float>(), n, V);
+    std::vector<float> host;
+    std::vector<double> lp = log_softmax_rows(model.host_logits(logits, host).data(), n, V);
     out.insert(out.end(), lp.begin(), lp.end());
   }
   return out;
@@ -126,10 +149,12 @@ inline void check_hidden_states(const std::string& name, double tol = 1e-5,
   std::vector<double> rel(static_cast<size_t>(n_layers), -1);
   m.decoder().set_hidden_observer([&](int64_t layer, const Tensor& h) {
     double num = 0, den = 0;
+    std::vector<float> host(static_cast<size_t>(T * d));  // h [T, d] contiguous, on any backend
+    m.be->download(h, host.data(), 4 * T * d);
     for (int64_t t = 0; t < T; ++t)
       for (int64_t i = 0; i < d; ++i) {
         const double r = hs[static_cast<size_t>((layer * T + t) * d + i)],
-                     x = static_cast<const float*>(h.at(t))[i];
+                     x = host[static_cast<size_t>(t * d + i)];
         num += (x - r) * (x - r);
         den += r * r;
       }
@@ -181,9 +206,11 @@ inline void check_prompt_logprobs(const std::string& name, double tol = 1e-3,
 
 // Prefill (logits for the last token), then decode teacher-forced through the reference's greedy tokens: each
 // of the 24 rows within tol of the reference's, whatever the gaps.
-inline void check_decode_teacher_forced(const std::string& name, double tol = 1e-3) {
+inline void check_decode_teacher_forced(const std::string& name, double tol = 1e-3,
+                                        TestBackend backend = TestBackend::cpu) {
   Reference ref(name);
-  ModelUnderTest m(fixture_dir(name));
+  ModelUnderTest m(fixture_dir(name), 2, backend);
+  std::vector<float> host;
   const std::vector<int32_t> ids = ref.ids("prompt_ids"), greedy = ref.ids("greedy_tokens");
   const std::vector<double> want = ref.f("greedy_logprobs");
   const int64_t V = m.model().vocab_size(), steps = static_cast<int64_t>(greedy.size());
@@ -191,7 +218,7 @@ inline void check_decode_teacher_forced(const std::string& name, double tol = 1e
   StepItem item{state.get(), ids, 1, nullptr};
   Tensor logits = m.model().forward({&item, 1});
   for (int64_t s = 0; s < steps; ++s) {
-    std::vector<double> lp = log_softmax_rows(logits.ptr<float>(), 1, V);
+    std::vector<double> lp = log_softmax_rows(m.model().host_logits(logits, host).data(), 1, V);
     double worst = 0;
     for (int64_t i = 0; i < V; ++i)
       worst = std::max(worst, std::abs(lp[static_cast<size_t>(i)] - want[static_cast<size_t>(s * V + i)]));
@@ -205,9 +232,11 @@ inline void check_decode_teacher_forced(const std::string& name, double tol = 1e
 
 // Free greedy generation (the model's own argmax fed back) equals the reference's tokens up to the first step
 // whose reference top-2 gap is below 2·tol (a near-tie either side may take).
-inline void check_free_greedy(const std::string& name, double tol = 1e-3) {
+inline void check_free_greedy(const std::string& name, double tol = 1e-3,
+                              TestBackend backend = TestBackend::cpu) {
   Reference ref(name);
-  ModelUnderTest m(fixture_dir(name));
+  ModelUnderTest m(fixture_dir(name), 2, backend);
+  std::vector<float> host;
   const std::vector<int32_t> ids = ref.ids("prompt_ids"), greedy = ref.ids("greedy_tokens");
   const std::vector<double> gap = ref.f("greedy_top2_gap");
   const int64_t V = m.model().vocab_size();
@@ -216,7 +245,7 @@ inline void check_free_greedy(const std::string& name, double tol = 1e-3) {
   Tensor logits = m.model().forward({&item, 1});
   int64_t matched = 0;
   for (size_t s = 0; s < greedy.size(); ++s) {
-    const float* x = logits.ptr<float>();
+    const float* x = m.model().host_logits(logits, host).data();
     const int32_t tok = static_cast<int32_t>(std::max_element(x, x + V) - x);
     if (gap[s] < 2 * tol) break;
     ASSERT_EQ(tok, greedy[s]) << "greedy step " << s;
@@ -229,9 +258,10 @@ inline void check_free_greedy(const std::string& name, double tol = 1e-3) {
 
 // Prefill in chunks of 1, 7, Q−1, Q+1, 64 and all at once: log-probs within tol of the one-shot run, same
 // argmax wherever the reference's gap allows.
-inline void check_chunked_prefill(const std::string& name, int64_t Q, double tol = 1e-4) {
+inline void check_chunked_prefill(const std::string& name, int64_t Q, double tol = 1e-4,
+                                  TestBackend backend = TestBackend::cpu) {
   Reference ref(name);
-  ModelUnderTest m(fixture_dir(name));
+  ModelUnderTest m(fixture_dir(name), 2, backend);
   const std::vector<int32_t> ids = ref.ids("prompt_ids");
   const std::vector<double> gap = ref.f("top2_gap");
   const int64_t T = static_cast<int64_t>(ids.size()), V = m.model().vocab_size();

@@ -67,7 +67,9 @@ struct BlockHarness {
         std::vector<int32_t> pos(static_cast<size_t>(n));
         for (int64_t j = 0; j < n; ++j) pos[static_cast<size_t>(j)] = static_cast<int32_t>(b + j);
         ctx.rope_table = Tensor::empty(pool, DType::f32, {n, rope->rotary_dim()}, "rope table");
-        rope->fill(be, pos, ctx.rope_table);
+        Tensor positions = Tensor::empty(pool, DType::i32, {n}, "positions");
+        be.upload(pos.data(), 4 * n, positions);
+        rope->fill(be, positions, ctx.rope_table);
       }
       Tensor o = out.slice(0, b, n);
       block.forward(ctx, 0, x.slice(0, b, n), o);
@@ -83,7 +85,7 @@ struct BlockHarness {
 inline void check_deltanet_block(const std::string& name, int64_t layer) {
   BlockHarness h(name);
   ASSERT_EQ(h.cfg.layers[static_cast<size_t>(layer)].kind, LayerKind::gated_deltanet);
-  models::WeightBinder w(h.store, h.pool, "model.layers." + std::to_string(layer) + ".linear_attn.");
+  models::WeightBinder w(h.store, h.be, "model.layers." + std::to_string(layer) + ".linear_attn.");
   models::GatedDeltaNetBlock block(h.cfg.gated_deltanet, static_cast<float>(h.cfg.rms_norm_eps),
                                    models::bind_gated_deltanet(w, h.cfg.gated_deltanet, h.cfg.hidden_size));
   const Tensor x = h.input("deltanet.input");
@@ -121,7 +123,7 @@ inline void check_gated_attention_block(const std::string& name, int64_t layer) 
   s.rope = true;
   s.output_gate = a.output_gate;
   ASSERT_TRUE(s.output_gate);
-  models::WeightBinder w(h.store, h.pool, "model.layers." + std::to_string(layer) + ".self_attn.");
+  models::WeightBinder w(h.store, h.be, "model.layers." + std::to_string(layer) + ".self_attn.");
   models::AttentionBlock block(s, models::bind_attention(w, s));
   const models::RopeTable rope(*a.rope, a.head_dim);
   EXPECT_EQ(rope.rotary_dim(), 8);  // 32 · 0.25

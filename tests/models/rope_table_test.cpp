@@ -72,7 +72,9 @@ TEST(RopeTable, TableHoldsCosThenSinOfEachPosition) {
   CpuBackend be(pool, 1);
   const std::vector<int32_t> pos = {0, 1, 7, 4095};
   Tensor table = Tensor::empty(pool, DType::f32, {4, 16}, "table");
-  t.fill(be, pos, table);
+  Tensor positions = Tensor::empty(pool, DType::i32, {4}, "positions");
+  be.upload(pos.data(), 16, positions);
+  t.fill(be, positions, table);
   for (int64_t r = 0; r < 4; ++r)
     for (int64_t i = 0; i < 8; ++i) {
       const double angle = double(t.inv_freq()[static_cast<size_t>(i)]) * pos[static_cast<size_t>(r)];

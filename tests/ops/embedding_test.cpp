@@ -68,6 +68,8 @@ TEST(Embedding, RowOffsetsPastTwoToThe32) {
   for (OpBackend* ob : op_backends()) {
     SCOPED_TRACE(ob->name);
     Tensor ids = tensor_from(*ob, DType::i32, {3}, {9, 0, 5});
+    if (ob->is_cuda())
+      continue;  // the sparse range is host memory (the CUDA kernels' offsets are not run here)
     Tensor out = nan_tensor(*ob, {3, 20});
     ops::embedding(ob->be(), table, ids, out);
     for (int64_t t = 0; t < 3; ++t)

@@ -124,6 +124,8 @@ TEST(Matmul, RowStridesPastTwoToThe32) {
   Tensor wbase = Tensor::borrow(arena.base(), DType::bf16, {1});
   for (OpBackend* ob : op_backends()) {
     SCOPED_TRACE(ob->name);
+    if (ob->is_cuda())
+      continue;  // the sparse range is host memory (the CUDA kernels' offsets are not run here)
     for (int64_t T : {2, 9}) {
       Tensor x = base.strided_view({T, in}, {stride, 4});
       Tensor w = wbase.strided_view({out, in}, {stride, 2}, 4096);

@@ -36,6 +36,11 @@
 #include "backend/backend.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/reference/reference_backend.h"
+#ifdef KEEL_HAVE_CUDA
+#include <cuda_runtime_api.h>
+
+#include "backend/cuda/cuda_backend.h"
+#endif
 #include "core/dtype.h"
 #include "core/pool.h"
 #include "core/tensor.h"
@@ -48,30 +53,51 @@ namespace keel::testing {
 
 struct OpBackend {
   std::string name;
+  std::unique_ptr<DeviceAllocator> allocator;  // the CUDA backend's (managed memory, below)
   std::unique_ptr<MemoryPool> pool_;
   std::unique_ptr<Backend> backend;
   std::optional<CpuIsa> cpu_isa;  // set for the CPU backends (tests of ISA- or thread-specific behaviour)
   int threads = 1;
+  bool cuda = false;
   Backend& be() { return *backend; }
   MemoryPool& pool() { return *pool_; }
   bool is_cpu() const { return cpu_isa.has_value(); }
-  bool is_reference() const { return !is_cpu(); }
+  bool is_cuda() const { return cuda; }
+  bool is_reference() const { return !is_cpu() && !is_cuda(); }
 };
 
 // A backend built for the harness, with its own pool (1 GiB limit) so workspace peaks are per backend.
-inline std::unique_ptr<OpBackend> make_op_backend(std::function<std::unique_ptr<Backend>(MemoryPool&)> make) {
+inline std::unique_ptr<OpBackend> make_op_backend(std::function<std::unique_ptr<Backend>(MemoryPool&)> make,
+                                                  std::unique_ptr<DeviceAllocator> allocator = nullptr,
+                                                  const char* pool_name = "cpu") {
   auto ob = std::make_unique<OpBackend>();
-  ob->pool_ = std::make_unique<MemoryPool>("cpu", int64_t{1} << 30);
+  ob->allocator = std::move(allocator);
+  ob->pool_ = std::make_unique<MemoryPool>(pool_name, int64_t{1} << 30, ob->allocator.get());
   ob->backend = make(*ob->pool_);
   ob->name = ob->backend->name();
   return ob;
 }
 
+#ifdef KEEL_HAVE_CUDA
+// The op tests' CUDA pool only: memory the host can read and write too (cudaMallocManaged), so the tests'
+// inputs and checks stay the plain host loops they are for every backend, and CUDA_LAUNCH_BLOCKING=1 (set
+// before the runtime starts) makes every kernel finish before its op returns. keel's own device pool is
+// plain cudaMalloc (cuda::ArenaAllocator); the model and server tests on the GPU run on that.
+class ManagedAllocator final : public DeviceAllocator {
+ public:
+  void* allocate(int64_t bytes, int64_t) override {
+    void* p = nullptr;
+    return cudaMallocManaged(&p, static_cast<size_t>(bytes > 0 ? bytes : 1)) == cudaSuccess ? p : nullptr;
+  }
+  void release(void* ptr, int64_t) override { cudaFree(ptr); }
+};
+#endif
+
 // Every backend the op tests run on, built once per test binary, in this order: a CpuBackend for each ISA
 // this CPU has (generic, avx2, avx512, avx512_bf16; KEEL_CPU_ISA caps the list) with 3 threads (more threads
 // than the CI's cores, so uneven splits happen), the best ISA with 1 thread, and the ReferenceBackend
 // (float64; tests compare it with the same references and tolerances, and skip a check only where it states
-// why). A CUDA backend joins this list when built with KEEL_CUDA.
+// why), then the CudaBackend on cuda:0 when built with KEEL_CUDA and a GPU is present.
 inline std::vector<OpBackend*> op_backends() {
   static std::vector<std::unique_ptr<OpBackend>> all = [] {
     std::vector<std::unique_ptr<OpBackend>> v;
@@ -85,6 +111,17 @@ inline std::vector<OpBackend*> op_backends() {
       if (isa <= cpu_isa()) add_cpu(isa, 3);
     add_cpu(cpu_isa(), 1);
     v.push_back(make_op_backend([](MemoryPool& pool) { return std::make_unique<ReferenceBackend>(pool); }));
+#ifdef KEEL_HAVE_CUDA
+    setenv("CUDA_LAUNCH_BLOCKING", "1", 0);  // before the runtime's first call below
+    std::string why;
+    if (cuda::device_count(&why) > 0) {
+      v.push_back(make_op_backend([](MemoryPool& pool) { return std::make_unique<CudaBackend>(pool, 0); },
+                                  std::make_unique<ManagedAllocator>(), "cuda:0"));
+      v.back()->cuda = true;
+    } else {
+      std::printf("op_harness: no CUDA device (%s): the CUDA backend is not tested here\n", why.c_str());
+    }
+#endif
     return v;
   }();
   std::vector<OpBackend*> out;

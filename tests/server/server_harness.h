@@ -80,6 +80,9 @@ class FailingModel final : public Model {
     if (fail_from >= 0 && n >= fail_from) throw_error(ErrorCode::out_of_memory, "injected: the pool refused");
     return inner_.forward(step);
   }
+  std::span<const float> host_logits(const Tensor& logits, std::vector<float>& buffer) const override {
+    return inner_.host_logits(logits, buffer);
+  }
   bool state_survives_failed_step() const override { return inner_.state_survives_failed_step(); }
   std::unique_ptr<SequenceState> copy_state(const SequenceState& s, int64_t capacity) override {
     return inner_.copy_state(s, capacity);

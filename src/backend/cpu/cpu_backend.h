@@ -28,6 +28,7 @@ class CpuBackend final : public Backend {
   void download(const Tensor& src, void* host, int64_t bytes) override;
   void fill_zero(Tensor& dst) override;
   MemoryPool& pool() override { return pool_; }
+  bool host_addressable() const override { return true; }
   ThreadPool* threads() override { return &threads_; }
   CpuIsa isa() const { return isa_; }
 

@@ -36,7 +36,8 @@ CudaBackend::CudaBackend(MemoryPool& pool, int index)
   // 32 MiB: what cuBLAS itself takes on sm_90 (4 MiB before); from the pool, so it is counted.
   const int64_t ws = info_.major >= 9 ? int64_t{32} << 20 : int64_t{4} << 20;
   cublas_workspace_ = pool_.allocate(ws, "cuBLAS workspace");
-  check_cublas(cublasSetWorkspace(h, cublas_workspace_.data(), static_cast<size_t>(ws)), "cublasSetWorkspace");
+  check_cublas(cublasSetWorkspace(h, cublas_workspace_.data(), static_cast<size_t>(ws)),
+               "cublasSetWorkspace");
 }
 
 CudaBackend::~CudaBackend() {
@@ -89,9 +90,8 @@ void CudaBackend::download(const Tensor& src, void* host, int64_t bytes) {
   host_memory::check_span(src, bytes, "download");
   if (bytes == 0) return;
   enter();
-  cuda::check(
-      cudaMemcpyAsync(host, src.data(), static_cast<size_t>(bytes), cudaMemcpyDeviceToHost, stream_),
-      "download");
+  cuda::check(cudaMemcpyAsync(host, src.data(), static_cast<size_t>(bytes), cudaMemcpyDeviceToHost, stream_),
+              "download");
   cuda::check(cudaStreamSynchronize(stream_), "download (the kernels queued before it)");
 }
 

@@ -3,8 +3,8 @@
 // download() and synchronize() (the step boundary), where a CUDA error from an earlier kernel surfaces as an
 // Error naming it. Pointers in the kernel arguments are device addresses of this backend's pool (weights
 // included: they are uploaded at load); host memory is named where an argument is on the host (RoPE's
-// inv_freq). One file per kernel family (backend/cuda/<family>.cu), each beside the CPU kernel and the float64
-// reference (src/ops/reference/) it is tested against.
+// inv_freq). One file per kernel family (backend/cuda/<family>.cu), each beside the CPU kernel and the
+// float64 reference (src/ops/reference/) it is tested against.
 //
 // Precision (docs/CUDA.md): activations f32 as on the CPU; recurrent states f32; every reduction in f32
 // or wider; matmul with bf16 weights multiplies x split into two bf16 parts (hi + lo, ~16 significant bits)
@@ -56,16 +56,16 @@ class CudaBackend final : public Backend {
   // same stream.
   void matmul(const MatmulArgs& a) override;  // matmul.cu
   int64_t matmul_workspace(const MatmulArgs& a) const override;
-  void embedding(const EmbeddingArgs& a) override;               // embedding.cu
-  void rms_norm(const RmsNormArgs& a) override;                  // norm.cu
-  void gated_rms_norm(const GatedRmsNormArgs& a) override;       // norm.cu
-  void l2_norm(const L2NormArgs& a) override;                    // norm.cu
-  void activation(const ActivationArgs& a) override;             // activation.cu
-  void softmax(const SoftmaxArgs& a) override;                   // activation.cu
-  void binary(const BinaryArgs& a) override;                     // activation.cu
-  void rope_cos_sin(const RopeCosSinArgs& a) override;           // rope.cu
-  void rope(const RopeArgs& a) override;                         // rope.cu
-  void causal_conv1d(const Conv1dArgs& a) override;              // conv1d.cu
+  void embedding(const EmbeddingArgs& a) override;          // embedding.cu
+  void rms_norm(const RmsNormArgs& a) override;             // norm.cu
+  void gated_rms_norm(const GatedRmsNormArgs& a) override;  // norm.cu
+  void l2_norm(const L2NormArgs& a) override;               // norm.cu
+  void activation(const ActivationArgs& a) override;        // activation.cu
+  void softmax(const SoftmaxArgs& a) override;              // activation.cu
+  void binary(const BinaryArgs& a) override;                // activation.cu
+  void rope_cos_sin(const RopeCosSinArgs& a) override;      // rope.cu
+  void rope(const RopeArgs& a) override;                    // rope.cu
+  void causal_conv1d(const Conv1dArgs& a) override;         // conv1d.cu
   int64_t causal_conv1d_workspace(const Conv1dArgs& a) const override;
   void ssd_scan(const SsdScanArgs& a) override;  // ssd_scan.cu
   int64_t ssd_scan_workspace(const SsdScanArgs& a) const override;
@@ -90,7 +90,8 @@ class CudaBackend final : public Backend {
   cuda::DeviceInfo info_;
   CUstream_st* stream_ = nullptr;
   cublasContext* cublas_ = nullptr;
-  Allocation cublas_workspace_;  // cuBLAS's scratch, from the pool (cublasSetWorkspace), not its own cudaMalloc
+  Allocation
+      cublas_workspace_;  // cuBLAS's scratch, from the pool (cublasSetWorkspace), not its own cudaMalloc
 };
 
 }  // namespace keel

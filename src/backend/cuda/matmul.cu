@@ -11,16 +11,19 @@
 // The bias is written into y first and every product adds onto it.
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
-#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/device_util.cuh"
 #include "core/error.h"
 #include "core/tensor.h"
 
 namespace keel {
 
 namespace {
+
+using cuda::load_widened;
+using cuda::packed_weight;
 
 constexpr int64_t kGemvRows = 8;
 
@@ -29,38 +32,13 @@ void check_cublas(cublasStatus_t s, const char* what) {
     throw_error(ErrorCode::internal, "cuBLAS error in {}: {}", what, cublasGetStatusString(s));
 }
 
-// W[o, i] widened to f32: dense in its dtype, or MLX affine packed (row o's words hold element i in bits
-// [i·b, i·b + b) of the row's little-endian bit stream; scale/bias per group of g in scale_dtype).
-__device__ __forceinline__ float load_scale(const char* p, DType t, int64_t j) {
-  if (t == DType::bf16) return __bfloat162float(reinterpret_cast<const __nv_bfloat16*>(p)[j]);
-  if (t == DType::f16) return __half2float(reinterpret_cast<const __half*>(p)[j]);
-  return reinterpret_cast<const float*>(p)[j];
-}
-
+// W[o, i] widened to f32: dense in its dtype, or MLX affine packed (device_util.cuh's packed_weight).
 __device__ __forceinline__ float weight_at(const MatmulArgs& a, int64_t o, int64_t i) {
   const char* row = a.w + o * a.w_row_bytes;
-  switch (a.w_dtype) {
-    case DType::bf16:
-      return __bfloat162float(reinterpret_cast<const __nv_bfloat16*>(row)[i]);
-    case DType::f16:
-      return __half2float(reinterpret_cast<const __half*>(row)[i]);
-    case DType::u32: {
-      const auto* words = reinterpret_cast<const uint32_t*>(row);
-      const int b = a.w_bits;
-      const int64_t bit = i * b;
-      const int64_t wi = bit >> 5;
-      const int sh = static_cast<int>(bit & 31);
-      uint32_t q = words[wi] >> sh;
-      if (sh + b > 32) q |= words[wi + 1] << (32 - sh);
-      q &= (1u << b) - 1u;
-      const int64_t g = i / a.w_group_size;
-      const float s = load_scale(a.w_scales + o * a.w_scale_row_bytes, a.w_scale_dtype, g);
-      const float z = load_scale(a.w_biases + o * a.w_scale_row_bytes, a.w_scale_dtype, g);
-      return s * static_cast<float>(q) + z;
-    }
-    default:
-      return reinterpret_cast<const float*>(row)[i];
-  }
+  if (a.w_bits > 0)
+    return packed_weight(reinterpret_cast<const uint32_t*>(row), a.w_scales + o * a.w_scale_row_bytes,
+                         a.w_biases + o * a.w_scale_row_bytes, a.w_scale_dtype, a.w_bits, a.w_group_size, i);
+  return load_widened(row, a.w_dtype, i);
 }
 
 __device__ __forceinline__ const float* x_row(const MatmulArgs& a, int64_t t) {
@@ -207,11 +185,12 @@ void CudaBackend::matmul(const MatmulArgs& a) {
   cuda::check(cudaGetLastError(), "matmul (bias) launch");
   const float one = 1.0f;
   if (a.w_dtype == DType::f32) {
-    check_cublas(cublasSgemm(cublas(), CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(a.out), static_cast<int>(a.T),
-                             static_cast<int>(a.in), &one, reinterpret_cast<const float*>(a.w),
-                             static_cast<int>(ldw), reinterpret_cast<const float*>(a.x), static_cast<int>(ldx),
-                             &one, reinterpret_cast<float*>(a.y), static_cast<int>(ldy)),
-                 "matmul (sgemm)");
+    check_cublas(
+        cublasSgemm(cublas(), CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(a.out), static_cast<int>(a.T),
+                    static_cast<int>(a.in), &one, reinterpret_cast<const float*>(a.w), static_cast<int>(ldw),
+                    reinterpret_cast<const float*>(a.x), static_cast<int>(ldx), &one,
+                    reinterpret_cast<float*>(a.y), static_cast<int>(ldy)),
+        "matmul (sgemm)");
     return;
   }
   Tensor split = Tensor::empty(pool(), DType::u8, {matmul_workspace(a)}, "matmul x in bf16 (hi, lo)");
@@ -222,11 +201,12 @@ void CudaBackend::matmul(const MatmulArgs& a) {
         rows_from(a, t0, n), hi + t0 * a.in, lo + t0 * a.in);
   });
   cuda::check(cudaGetLastError(), "matmul (split) launch");
-  for (const __nv_bfloat16* part : {static_cast<const __nv_bfloat16*>(hi), static_cast<const __nv_bfloat16*>(lo)})
-    check_cublas(cublasGemmEx(cublas(), CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(a.out), static_cast<int>(a.T),
-                              static_cast<int>(a.in), &one, a.w, CUDA_R_16BF, static_cast<int>(ldw), part,
-                              CUDA_R_16BF, static_cast<int>(a.in), &one, a.y, CUDA_R_32F, static_cast<int>(ldy),
-                              CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+  for (const __nv_bfloat16* part :
+       {static_cast<const __nv_bfloat16*>(hi), static_cast<const __nv_bfloat16*>(lo)})
+    check_cublas(cublasGemmEx(cublas(), CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(a.out),
+                              static_cast<int>(a.T), static_cast<int>(a.in), &one, a.w, CUDA_R_16BF,
+                              static_cast<int>(ldw), part, CUDA_R_16BF, static_cast<int>(a.in), &one, a.y,
+                              CUDA_R_32F, static_cast<int>(ldy), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
                  "matmul (bf16 gemm)");
 }
 

@@ -21,6 +21,7 @@ class ReferenceBackend final : public Backend {
   std::string name() const override { return "reference (float64)"; }
   bool supports(Op op, DType dtype) const override;
   MemoryPool& pool() override { return pool_; }
+  bool host_addressable() const override { return true; }
   // Host memory, as the CPU backend's.
   void copy(const Tensor& src, Tensor& dst) override { host_memory::copy(src, dst); }
   void upload(const void* host, int64_t bytes, Tensor& dst) override {

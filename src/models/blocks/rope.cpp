@@ -47,10 +47,8 @@ RopeTable::RopeTable(const RopeConfig& rope, int64_t head_dim)
               rope.type);
 }
 
-void RopeTable::fill(Backend& be, std::span<const int32_t> positions, Tensor& table) const {
-  const Tensor pos = Tensor::borrow(const_cast<int32_t*>(positions.data()), DType::i32,
-                                    {static_cast<int64_t>(positions.size())});
-  ops::rope_cos_sin(be, pos, inv_freq_, table);
+void RopeTable::fill(Backend& be, const Tensor& positions, Tensor& table) const {
+  ops::rope_cos_sin(be, positions, inv_freq_, table);
 }
 
 }  // namespace keel::models
