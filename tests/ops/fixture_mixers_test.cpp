@@ -38,6 +38,8 @@ struct Fixture {
         ref(WeightStore::open_file(dir + "/reference.safetensors")) {
     std::ifstream(dir + "/config.json") >> config;
     std::ifstream(dir + "/reference.json") >> meta;
+    share_with_backends(model);
+    share_with_backends(ref);
   }
   int layer(const char* kind) const { return meta["first_layer_of_kind"][kind].get<int>(); }
   std::vector<double> f(const std::string& key) const { return values(ref.get(key)); }

@@ -45,6 +45,7 @@
 #include "core/pool.h"
 #include "core/tensor.h"
 #include "core/weight.h"
+#include "load/weight_store.h"
 
 namespace keel::testing {
 
@@ -91,6 +92,20 @@ class ManagedAllocator final : public DeviceAllocator {
   }
   void release(void* ptr, int64_t) override { cudaFree(ptr); }
 };
+
+// Whether the CUDA backend is in op_backends(): built with CUDA and a device present. When it is, every
+// backend's pool is managed memory, so inputs made on one backend (tests compare backends on the same
+// tensors) are readable by all.
+inline bool cuda_in_tests() {
+  static const bool yes = [] {
+    setenv("CUDA_LAUNCH_BLOCKING", "1", 0);  // before the runtime's first call
+    std::string why;
+    if (cuda::device_count(&why) > 0) return true;
+    std::printf("op_harness: no CUDA device (%s): the CUDA backend is not tested here\n", why.c_str());
+    return false;
+  }();
+  return yes;
+}
 #endif
 
 // Every backend the op tests run on, built once per test binary, in this order: a CpuBackend for each ISA
@@ -101,25 +116,28 @@ class ManagedAllocator final : public DeviceAllocator {
 inline std::vector<OpBackend*> op_backends() {
   static std::vector<std::unique_ptr<OpBackend>> all = [] {
     std::vector<std::unique_ptr<OpBackend>> v;
+    auto allocator = []() -> std::unique_ptr<DeviceAllocator> {
+#ifdef KEEL_HAVE_CUDA
+      if (cuda_in_tests()) return std::make_unique<ManagedAllocator>();
+#endif
+      return nullptr;
+    };
     auto add_cpu = [&](CpuIsa isa, int threads) {
       v.push_back(make_op_backend(
-          [&](MemoryPool& pool) { return std::make_unique<CpuBackend>(pool, threads, isa); }));
+          [&](MemoryPool& pool) { return std::make_unique<CpuBackend>(pool, threads, isa); }, allocator()));
       v.back()->cpu_isa = static_cast<CpuBackend&>(v.back()->be()).isa();
       v.back()->threads = threads;
     };
     for (CpuIsa isa : {CpuIsa::generic, CpuIsa::avx2, CpuIsa::avx512, CpuIsa::avx512_bf16})
       if (isa <= cpu_isa()) add_cpu(isa, 3);
     add_cpu(cpu_isa(), 1);
-    v.push_back(make_op_backend([](MemoryPool& pool) { return std::make_unique<ReferenceBackend>(pool); }));
+    v.push_back(make_op_backend([](MemoryPool& pool) { return std::make_unique<ReferenceBackend>(pool); },
+                                allocator()));
 #ifdef KEEL_HAVE_CUDA
-    setenv("CUDA_LAUNCH_BLOCKING", "1", 0);  // before the runtime's first call below
-    std::string why;
-    if (cuda::device_count(&why) > 0) {
+    if (cuda_in_tests()) {
       v.push_back(make_op_backend([](MemoryPool& pool) { return std::make_unique<CudaBackend>(pool, 0); },
                                   std::make_unique<ManagedAllocator>(), "cuda:0"));
       v.back()->cuda = true;
-    } else {
-      std::printf("op_harness: no CUDA device (%s): the CUDA backend is not tested here\n", why.c_str());
     }
 #endif
     return v;
@@ -127,6 +145,24 @@ inline std::vector<OpBackend*> op_backends() {
   std::vector<OpBackend*> out;
   for (auto& ob : all) out.push_back(ob.get());
   return out;
+}
+
+// A WeightStore whose tensors every backend of op_backends() can read: with a GPU in the list, each tensor
+// is copied on first use into managed memory (WeightStore::place_with, the mechanism `keel --device cuda`
+// uses with device memory); without one the mapped views stay as they are.
+inline void share_with_backends(WeightStore& store) {
+#ifdef KEEL_HAVE_CUDA
+  if (!cuda_in_tests()) return;
+  static ManagedAllocator managed;
+  static MemoryPool pool("managed (test weights)", int64_t{8} << 30, &managed);
+  store.place_with([](const std::string& name, const Tensor& mapped) {
+    Tensor t = Tensor::empty(pool, mapped.dtype(), mapped.shape().data(), mapped.ndim(), name);
+    std::memcpy(t.data(), mapped.data(), static_cast<size_t>(mapped.nbytes()));
+    return t;
+  });
+#else
+  (void)store;
+#endif
 }
 
 // The CPU backends of op_backends() only (checks of the CPU's own tiling, threads or ISA paths).
@@ -359,6 +395,16 @@ inline ::testing::AssertionResult bitwise_equal(const Tensor& a, const Tensor& b
                                            << " vs " << element(b, i) << " (of " << a.numel() << ")";
   }
   return ::testing::AssertionSuccess();
+}
+
+// A row computed alone (or in a smaller batch) against the same row inside a larger batch: the same bits on
+// the CPU and reference backends (their sums do not depend on the batch). The CUDA matmul's do (a GEMV for
+// T ≤ 8, cuBLAS beyond; docs/CUDA.md), so on CUDA the rows must agree within a few f32 roundings of the
+// row's scale instead: |a − b| ≤ 1e-5·max|b| + 1e-5·|b|.
+inline ::testing::AssertionResult batch_invariant(const OpBackend& ob, const Tensor& a, const Tensor& b) {
+  if (!ob.is_cuda()) return bitwise_equal(a, b);
+  const std::vector<double> vb = values(b);
+  return all_close(values(a), vb, 1e-5 * max_abs(vb), 1e-5);
 }
 
 // ---- workspace

@@ -4,6 +4,9 @@
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 
+#include <cstdlib>
+#include <string_view>
+
 #include "backend/host_memory.h"
 #include "core/error.h"
 
@@ -18,6 +21,8 @@ void check_cublas(cublasStatus_t s, const char* what) {
 
 CudaBackend::CudaBackend(MemoryPool& pool, int index)
     : pool_(pool), index_(index), info_(cuda::device_info(index)) {
+  const char* blocking = std::getenv("CUDA_LAUNCH_BLOCKING");
+  blocking_ = blocking && std::string_view(blocking) == "1";
   enter();
   cudaStream_t s = nullptr;
   cuda::check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
@@ -70,6 +75,7 @@ void CudaBackend::copy(const Tensor& src, Tensor& dst) {
   cuda::check(cudaMemcpyAsync(dst.data(), src.data(), static_cast<size_t>(src.nbytes()),
                               cudaMemcpyDeviceToDevice, stream_),
               "copy");
+  if (blocking_) synchronize();
 }
 
 void CudaBackend::upload(const void* host, int64_t bytes, Tensor& dst) {
@@ -81,7 +87,7 @@ void CudaBackend::upload(const void* host, int64_t bytes, Tensor& dst) {
   // A pageable source is staged before cudaMemcpyAsync returns; a pinned one would not be, so wait for
   // the copy when the runtime says the buffer is pinned.
   cudaPointerAttributes attr{};
-  if (cudaPointerGetAttributes(&attr, host) == cudaSuccess && attr.type == cudaMemoryTypeHost)
+  if (blocking_ || (cudaPointerGetAttributes(&attr, host) == cudaSuccess && attr.type == cudaMemoryTypeHost))
     cuda::check(cudaStreamSynchronize(stream_), "upload");
   cudaGetLastError();
 }
@@ -100,6 +106,7 @@ void CudaBackend::fill_zero(Tensor& dst) {
   if (dst.nbytes() == 0) return;
   enter();
   cuda::check(cudaMemsetAsync(dst.data(), 0, static_cast<size_t>(dst.nbytes()), stream_), "fill_zero");
+  if (blocking_) synchronize();
 }
 
 void CudaBackend::synchronize() {
