@@ -83,7 +83,8 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const AttentionArgs
       for (int r = warp; r < kRows; r += kWarps) {
         const float* qr = Qs + r * D;
         float dot = 0;
-        for (int64_t d = 0; d < D; ++d) dot += qr[d] * kr[d];
+        if (r < rows)  // (uniform over the block: decode computes one row, not kRows)
+          for (int64_t d = 0; d < D; ++d) dot += qr[d] * kr[d];
         const bool seen = r < rows && key < k1 && key <= first + r;
         P[r * kKeyTile + half * kSub + lane] = seen ? dot * a.scale : kNegInf;
       }
