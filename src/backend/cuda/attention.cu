@@ -40,7 +40,8 @@ int64_t shared_bytes(const AttentionArgs& a) {
 
 // Grid: ⌈T / kRows⌉ · n_q blocks (the heads of one tile consecutive: they share KV rows in L2).
 __global__ void __launch_bounds__(kThreads) attention_kernel(const AttentionArgs a, const int64_t ld) {
-  extern __shared__ float smem[];
+  extern __shared__ float4 smem_f4[];  // (declared as float4: P is read as float4s)
+  float* smem = reinterpret_cast<float*>(smem_f4);
   const int64_t D = a.D, Dv = a.Dv;
   const int64_t h = blockIdx.x % a.n_q, i0 = blockIdx.x / a.n_q * kRows;
   const int rows = static_cast<int>(a.T - i0 < kRows ? a.T - i0 : kRows);
@@ -106,7 +107,7 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const AttentionArgs
       const float s0 = *p_lo, s1 = *p_hi;
       const float tile_max = cuda::mixer::warp_max(fmaxf(s0, s1));
       float al = 1, p0 = 0, p1 = 0, m_new = m[r];
-      if (tile_max != kNegInf) {  // the row sees a key of this tile (always in tile 0 for rows < rows)
+      if (tile_max != kNegInf) {  // the row sees a key of this tile (every row < rows does in tile 0)
         m_new = fmaxf(m[r], tile_max);
         al = expf(m[r] - m_new);  // 0 on the first tile (m = −inf)
         p0 = expf(s0 - m_new);    // 0 for a masked key
@@ -159,7 +160,7 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const AttentionArgs
       }
     }
   }
-  // Every thread wrote l before the last barrier of the loop (tile 0 always runs: keys_end ≥ 1).
+  // l was last written before a barrier of the loop (which runs at least once: keys_end ≥ 1).
 #pragma unroll
   for (int r = 0; r < kRows; ++r) {  // unrolled over kRows: acc stays in registers
     if (r >= rows) break;
