@@ -60,25 +60,34 @@ __global__ void __launch_bounds__(kThreads) ssd_scan_kernel(const SsdScanArgs a)
       decays[j] = expf(dt * A);
     }
     __syncthreads();  // the stage (and at t0 = 0 the state slice) is in shared memory
-    for (int j = 0; j < nt; ++j) {
-      const int64_t t = t0 + j;
-      const float dt = dts[j], decay = decays[j];
-      const float* Bt = Bs + j * N;
-      const float* Ct = Cs + j * N;
-      const float* xt = a.x + t * a.x_st + h * a.x_sh + p0;  // [rows]
-      float* yt = a.y + t * a.y_st + h * a.y_sh + p0;        // [rows]
-      for (int r = warp; r < rows; r += kThreads / kWarp) {
-        const float xp = xt[r], coef = dt * xp;
-        float* s = S + r * N;
-        float acc = 0;
-        for (int64_t n = lane; n < N; n += kWarp) {
-          const float sv = decay * s[n] + coef * Bt[n];
-          s[n] = sv;
-          acc += sv * Ct[n];
-        }
-        acc = cuda::mixer::warp_sum(acc);
-        if (lane == 0) yt[r] = acc + Dh * xp;
+    // Row r of the warp over the stage's nt tokens: each lane carries its elements S[r][n] through the nt
+    // updates in registers (the same arithmetic, in the same order, as one token at a time), then the nt
+    // row sums are reduced over the warp together.
+    for (int r = warp; r < rows; r += kThreads / kWarp) {
+      float xp[kStage], coef[kStage], acc[kStage];
+#pragma unroll
+      for (int j = 0; j < kStage; ++j) {
+        xp[j] = j < nt ? a.x[(t0 + j) * a.x_st + h * a.x_sh + p0 + r] : 0.0f;
+        coef[j] = dts[j < nt ? j : 0] * xp[j];
+        acc[j] = 0;
       }
+      float* s = S + r * N;
+      for (int64_t n = lane; n < N; n += kWarp) {
+        float sv = s[n];
+#pragma unroll
+        for (int j = 0; j < kStage; ++j)
+          if (j < nt) {
+            sv = decays[j] * sv + coef[j] * Bs[j * N + n];
+            acc[j] += sv * Cs[j * N + n];
+          }
+        s[n] = sv;
+      }
+#pragma unroll
+      for (int j = 0; j < kStage; ++j)
+        if (j < nt) {
+          const float y = cuda::mixer::warp_sum(acc[j]);
+          if (lane == 0) a.y[(t0 + j) * a.y_st + h * a.y_sh + p0 + r] = y + Dh * xp[j];
+        }
     }
   }
   __syncthreads();  // every warp's last update of its rows is done
