@@ -31,6 +31,7 @@ constexpr int kThreads = kCols * kSlices;
 constexpr int kStage = 8;                                 // tokens staged per barrier pair
 constexpr int kSLd = kCols + 8;                           // S's row stride in shared memory
 constexpr int kColsPerWarp = kCols / (kThreads / kWarp);  // 8
+static_assert(kColsPerWarp * kSlices == kWarp, "a warp: kColsPerWarp columns × kSlices row slices");
 __global__ void __launch_bounds__(kThreads) gated_deltanet_kernel(const GatedDeltaNetArgs a) {
   extern __shared__ float smem[];
   const int64_t Dk = a.Dk, Dv = a.Dv, col_blocks = (Dv + kCols - 1) / kCols;
