@@ -20,37 +20,40 @@ using cuda::mixer::kWarp;
 constexpr int kThreads = 128;  // 4 warps
 constexpr int kWarps = kThreads / kWarp;
 constexpr int kRows = 16;                          // query positions per block (ops' kAttentionQueryTile)
+constexpr int kRowsPerWarp = kRows / kWarps;       // query rows whose scores one warp computes
 constexpr int kKeyTile = 64;                       // keys per softmax tile (ops' kAttentionKeyTile)
 constexpr int kSub = 32;                           // keys per shared-memory stage (one per lane)
 constexpr int kMaxDv = 512;                        // the op's limit on D and Dv
 constexpr int kColsPerThread = kMaxDv / kThreads;  // output columns c = tid + kThreads·k, k < 4
 constexpr float kNegInf = -__builtin_huge_valf();
 
-// Dynamic shared memory (floats): Q tile [kRows, D], a K or V stage [kSub, ld] with ld = max(D, Dv) + 1
-// (odd: lanes reading different keys hit different banks), scores/probabilities [kRows, kKeyTile], and the
-// rows' m, l and α [kRows] each.
+// Dynamic shared memory (floats): the tile's scores, then probabilities, transposed [kKeyTile, kRows] (first:
+// 16-byte aligned, a key's kRows probabilities are read as float4s), the Q tile [kRows, D], a K or V stage
+// [kSub, ld] with ld = max(D, Dv) + 1 (odd: lanes reading different keys hit different banks), and the rows'
+// m, l and α [kRows] each.
 int64_t stage_ld(const AttentionArgs& a) {
   return (a.D > a.Dv ? a.D : a.Dv) + 1;
 }
 int64_t shared_bytes(const AttentionArgs& a) {
-  return 4 * (kRows * a.D + kSub * stage_ld(a) + kRows * kKeyTile + 3 * kRows);
+  return 4 * (kKeyTile * kRows + kRows * a.D + kSub * stage_ld(a) + 3 * kRows);
 }
 
 // Grid: ⌈T / kRows⌉ · n_q blocks (the heads of one tile consecutive: they share KV rows in L2).
 __global__ void __launch_bounds__(kThreads) attention_kernel(const AttentionArgs a, const int64_t ld) {
-  extern __shared__ float smem[];
+  extern __shared__ float4 smem_f4[];  // (declared as float4: P is read as float4s)
+  float* smem = reinterpret_cast<float*>(smem_f4);
   const int64_t D = a.D, Dv = a.Dv;
   const int64_t h = blockIdx.x % a.n_q, i0 = blockIdx.x / a.n_q * kRows;
   const int rows = static_cast<int>(a.T - i0 < kRows ? a.T - i0 : kRows);
   const int64_t hk = h / (a.n_q / a.n_kv);
   const float* K = a.k + hk * a.k_sh;  // key j at K + j·k_st, [D]
   const float* V = a.v + hk * a.v_sh;  // value j at V + j·v_st, [Dv]
-  float* Qs = smem;                    // [kRows, D]: q[i0 + r, h] (zeros past T)
-  float* KV = Qs + kRows * D;       // [kSub, ld]: keys or values kb … kb + kSub − 1 (zeros past the tile)
-  float* P = KV + kSub * ld;        // [kRows, kKeyTile]: the tile's scores, then probabilities
-  float* m = P + kRows * kKeyTile;  // [kRows] running max
-  float* l = m + kRows;             // [kRows] running sum
-  float* alpha = l + kRows;         // [kRows] this tile's rescale of o
+  float* P = smem;                     // [kKeyTile, kRows]: P[j * kRows + r], row r's score of key k0 + j
+  float* Qs = P + kKeyTile * kRows;    // [kRows, D]: q[i0 + r, h] (zeros past T)
+  float* KV = Qs + kRows * D;  // [kSub, ld]: keys or values kb … kb + kSub − 1 (zeros past the tile)
+  float* m = KV + kSub * ld;   // [kRows] running max
+  float* l = m + kRows;        // [kRows] running sum
+  float* alpha = l + kRows;    // [kRows] this tile's rescale of o
   const int tid = threadIdx.x, warp = tid / kWarp, lane = tid % kWarp;
   for (int64_t i = tid; i < kRows * D; i += kThreads) {
     const int64_t r = i / D, d = i % D;
@@ -78,32 +81,41 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const AttentionArgs
         KV[j * ld + d] = kb + j < k1 ? K[(kb + j) * a.k_st + d] : 0.0f;
       }
       __syncthreads();
+      // Lane: key kb + lane; warp: rows warp + kWarps·k (each key element read once for them). Rows past T
+      // are skipped (uniform over the warp: decode computes one row, not kRows).
       const int64_t key = kb + lane;
       const float* kr = KV + lane * ld;
-      for (int r = warp; r < kRows; r += kWarps) {
-        const float* qr = Qs + r * D;
-        float dot = 0;
-        for (int64_t d = 0; d < D; ++d) dot += qr[d] * kr[d];
+      float dot[kRowsPerWarp] = {};
+      for (int64_t d = 0; d < D; ++d) {
+        const float kd = kr[d];
+#pragma unroll
+        for (int k = 0; k < kRowsPerWarp; ++k)
+          if (warp + kWarps * k < rows) dot[k] += Qs[(warp + kWarps * k) * D + d] * kd;
+      }
+#pragma unroll
+      for (int k = 0; k < kRowsPerWarp; ++k) {
+        const int r = warp + kWarps * k;
         const bool seen = r < rows && key < k1 && key <= first + r;
-        P[r * kKeyTile + half * kSub + lane] = seen ? dot * a.scale : kNegInf;
+        P[(half * kSub + lane) * kRows + r] = seen ? dot[k] * a.scale : kNegInf;
       }
     }
     __syncthreads();
     // The online softmax, one warp per row (lane: keys lane and lane + kSub of the tile).
     for (int r = warp; r < kRows; r += kWarps) {
-      float* pr = P + r * kKeyTile;
-      const float s0 = pr[lane], s1 = pr[lane + kSub];
+      float* p_lo = P + lane * kRows + r;           // key k0 + lane
+      float* p_hi = P + (lane + kSub) * kRows + r;  // key k0 + kSub + lane
+      const float s0 = *p_lo, s1 = *p_hi;
       const float tile_max = cuda::mixer::warp_max(fmaxf(s0, s1));
       float al = 1, p0 = 0, p1 = 0, m_new = m[r];
-      if (tile_max != kNegInf) {  // the row sees a key of this tile (always in tile 0 for rows < rows)
+      if (tile_max != kNegInf) {  // the row sees a key of this tile (every row < rows does in tile 0)
         m_new = fmaxf(m[r], tile_max);
         al = expf(m[r] - m_new);  // 0 on the first tile (m = −inf)
         p0 = expf(s0 - m_new);    // 0 for a masked key
         p1 = expf(s1 - m_new);
       }
       const float sum = cuda::mixer::warp_sum(p0 + p1);
-      pr[lane] = p0;
-      pr[lane + kSub] = p1;
+      *p_lo = p0;
+      *p_hi = p1;
       __syncwarp();
       if (lane == 0) {
         l[r] = l[r] * al + sum;
@@ -129,20 +141,26 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const AttentionArgs
       __syncthreads();
       for (int j = 0; j < kSub; ++j) {
         const float* vj = KV + j * ld;
-        const float* pj = P + half * kSub + j;
+        const float4* pj = reinterpret_cast<const float4*>(P + (half * kSub + j) * kRows);
+        float p[kRows];
+#pragma unroll
+        for (int q = 0; q < kRows / 4; ++q) {
+          const float4 p4 = pj[q];
+          p[4 * q] = p4.x, p[4 * q + 1] = p4.y, p[4 * q + 2] = p4.z, p[4 * q + 3] = p4.w;
+        }
 #pragma unroll
         for (int k = 0; k < kColsPerThread; ++k) {
           const int64_t c = tid + kThreads * k;
           if (c < Dv) {
             const float v = vj[c];
 #pragma unroll
-            for (int r = 0; r < kRows; ++r) acc[k][r] += pj[r * kKeyTile] * v;
+            for (int r = 0; r < kRows; ++r) acc[k][r] += p[r] * v;
           }
         }
       }
     }
   }
-  // Every thread wrote l before the last barrier of the loop (tile 0 always runs: keys_end ≥ 1).
+  // l was last written before a barrier of the loop (which runs at least once: keys_end ≥ 1).
 #pragma unroll
   for (int r = 0; r < kRows; ++r) {  // unrolled over kRows: acc stays in registers
     if (r >= rows) break;

@@ -4,9 +4,9 @@
 //   q ← q·rsqrt(Σq² + eps)/√Dk, k ← k·rsqrt(Σk² + eps) (qk_l2norm; the 1/√Dk always), β = σ(b),
 //   g = −exp(A_log)·softplus(a + dt_bias);  v' = β(v − e^g·Sᵀk);  S ← e^g·S + k v'ᵀ;  o = Sᵀq
 // as the CPU computes it (Sᵀk from the state before the decay, scaled by e^g). One block per (value head,
-// slice of kCols columns of S): thread (c, s) owns the elements S[d][c] with d ≡ s (mod kSlices) in shared
-// memory for the whole call (read once, written back once); Sᵀk and Sᵀq are reduced over the kSlices slices
-// through shared memory. The chunked WY form (C > 0 at T > 1) below it. No workspace.
+// slice of kCols columns of S): each thread owns the elements S[d][c] of one column c with d ≡ s (mod
+// kSlices) in shared memory for the whole call (read once, written back once). The chunked WY form (C > 0 at
+// T > 1) below it. No workspace.
 #include <cuda_runtime.h>
 
 #include "backend/cuda/cuda_backend.h"
@@ -18,89 +18,100 @@ namespace {
 
 using cuda::mixer::kWarp;
 
-constexpr int kCols = 32;   // columns j of S per block: threadIdx.x (one warp wide)
-constexpr int kSlices = 4;  // slices of the Dk rows: threadIdx.y
+constexpr int kCols = 32;   // columns j of S per block (the chunked form: threadIdx.x)
+constexpr int kSlices = 4;  // slices of the Dk rows (the chunked form: threadIdx.y)
 constexpr int kThreads = kCols * kSlices;
 
-// Grid: Hv · ⌈Dv / kCols⌉ blocks, head-major; block (kCols, kSlices). Dynamic shared memory (floats):
-// S [Dk, kCols], q and k rows [Dk] each (raw), the partial sums [kSlices, kCols], v' [kCols], norms [2].
+// Grid: Hv · ⌈Dv / kCols⌉ blocks, head-major; 128 threads. Warp w owns columns j0 + 8w … j0 + 8w + 7; lane
+// (cl, s) = (lane % 8, lane / 8) owns column c = 8w + cl at rows d ≡ s (mod kSlices), so Sᵀk and Sᵀq are
+// reduced over s within the warp (two shuffles) and a token needs no block barrier: the block stages kStage
+// tokens' q and k rows, their l2 norms and gates, then walks them. Dynamic shared memory (floats): S [Dk,
+// kSLd] (rows padded: the warp's 32 lanes hit 32 banks), raw q and k rows [kStage, Dk] each, the factors
+// qf, kf, e^g and β [kStage] each.
+constexpr int kStage = 8;                                 // tokens staged per barrier pair
+constexpr int kSLd = kCols + 8;                           // S's row stride in shared memory
+constexpr int kColsPerWarp = kCols / (kThreads / kWarp);  // 8
+static_assert(kColsPerWarp * kSlices == kWarp, "a warp: kColsPerWarp columns × kSlices row slices");
 __global__ void __launch_bounds__(kThreads) gated_deltanet_kernel(const GatedDeltaNetArgs a) {
   extern __shared__ float smem[];
   const int64_t Dk = a.Dk, Dv = a.Dv, col_blocks = (Dv + kCols - 1) / kCols;
   const int64_t h = blockIdx.x / col_blocks, j0 = blockIdx.x % col_blocks * kCols;
   const int64_t kh = h / (a.Hv / a.Hk);
-  const int c = threadIdx.x, s = threadIdx.y, tid = s * kCols + c;
+  const int tid = threadIdx.y * blockDim.x + threadIdx.x, warp = tid / kWarp, lane = tid % kWarp;
+  const int c = warp * kColsPerWarp + lane % kColsPerWarp, s = lane / kColsPerWarp;
   const bool col = j0 + c < Dv;
-  float* S = smem;                    // [Dk, kCols]: S[h][d][j0 + c]
-  float* qr = S + Dk * kCols;         // [Dk] q[t, kh] as stored
-  float* kr = qr + Dk;                // [Dk] k[t, kh] as stored
-  float* red = kr + Dk;               // [kSlices, kCols] per-slice partial sums
-  float* vp = red + kSlices * kCols;  // [kCols] v'
-  float* norm = vp + kCols;           // [2] Σq², Σk²
+  float* S = smem;               // [Dk, kSLd]: S[h][d][j0 + c] at S[d·kSLd + c]
+  float* qs = S + Dk * kSLd;     // [kStage, Dk] q[t0 + j, kh] as stored
+  float* ks = qs + kStage * Dk;  // [kStage, Dk] k[t0 + j, kh] as stored
+  float* qf = ks + kStage * Dk;  // [kStage] q's factor (1/√Dk, times rsqrt(Σq² + eps) when l2)
+  float* kf = qf + kStage;       // [kStage] k's factor
+  float* decay = kf + kStage;    // [kStage] e^g
+  float* beta = decay + kStage;  // [kStage] β
   // Column j0 + c of S[h] in state [Hv, Dk, Dv]: rows Dv floats apart.
   float* Sg = a.state + h * Dk * Dv + j0 + c;
-  if (col)
-    for (int64_t d = s; d < Dk; d += kSlices) S[d * kCols + c] = Sg[d * Dv];
+  for (int64_t d = s; d < Dk; d += kSlices) S[d * kSLd + c] = col ? Sg[d * Dv] : 0.0f;
   const float neg_A = -expf(cuda::mixer::param(a.A_log, h)), bias = cuda::mixer::param(a.dt_bias, h);
   const float q_scale = 1.0f / sqrtf(static_cast<float>(Dk));
-  for (int64_t t = 0; t < a.T; ++t) {
-    __syncthreads();  // the previous token's reads of q, k, red and norm are done
-    const float* qt = a.q + t * a.q_st + kh * a.q_sh;
-    const float* kt = a.k + t * a.k_st + kh * a.k_sh;
-    for (int64_t d = tid; d < Dk; d += kThreads) {
-      qr[d] = qt[d];
-      kr[d] = kt[d];
+  for (int64_t t0 = 0; t0 < a.T; t0 += kStage) {
+    const int nt = static_cast<int>(a.T - t0 < kStage ? a.T - t0 : kStage);
+    __syncthreads();  // the previous stage's reads of the rows and factors are done
+    for (int64_t i = tid; i < nt * Dk; i += kThreads) {
+      const int64_t t = t0 + i / Dk, d = i % Dk;
+      qs[i] = a.q[t * a.q_st + kh * a.q_sh + d];
+      ks[i] = a.k[t * a.k_st + kh * a.k_sh + d];
+    }
+    if (tid < nt) {
+      const int64_t t = t0 + tid;
+      decay[tid] = expf(neg_A * cuda::mixer::softplus(a.a[t * a.a_st + h * a.a_sh] + bias));
+      beta[tid] = 1.0f / (1.0f + expf(-a.b[t * a.b_st + h * a.b_sh]));
     }
     __syncthreads();
-    if (a.qk_l2norm && s < 2) {  // warp 0: Σq², warp 1: Σk²
-      const float* row = s == 0 ? qr : kr;
+    // The factors the CPU's normalize() multiplies by (q·qf and k·kf are its rows qn and kn): one warp per
+    // row, rows 0 … nt − 1 the q rows and nt … 2nt − 1 the k rows.
+    for (int r = warp; r < 2 * nt; r += kThreads / kWarp) {
+      const float* row = r < nt ? qs + r * Dk : ks + (r - nt) * Dk;
       float ss = 0;
-      for (int64_t d = c; d < Dk; d += kWarp) ss += row[d] * row[d];
+      for (int64_t d = lane; d < Dk; d += kWarp) ss += row[d] * row[d];
       ss = cuda::mixer::warp_sum(ss);
-      if (c == 0) norm[s] = ss;
-    }
-    __syncthreads();
-    // The factors the CPU's normalize() multiplies by: q·qf and k·kf are its rows qn and kn.
-    const float qf = a.qk_l2norm ? q_scale * (1.0f / sqrtf(norm[0] + a.eps)) : q_scale;
-    const float kf = a.qk_l2norm ? 1.0f / sqrtf(norm[1] + a.eps) : 1.0f;
-    const float x = a.a[t * a.a_st + h * a.a_sh] + bias;
-    const float e = expf(neg_A * cuda::mixer::softplus(x));
-    const float beta = 1.0f / (1.0f + expf(-a.b[t * a.b_st + h * a.b_sh]));
-    // Sᵀk of the state before the decay, this thread's slice of the rows.
-    float part = 0;
-    if (col)
-      for (int64_t d = s; d < Dk; d += kSlices) part += (kr[d] * kf) * S[d * kCols + c];
-    red[s * kCols + c] = part;
-    __syncthreads();
-    if (s == 0) {
-      float kv = 0;
-      for (int i = 0; i < kSlices; ++i) kv += red[i * kCols + c];
-      vp[c] = col ? beta * (a.v[t * a.v_st + h * a.v_sh + j0 + c] - e * kv) : 0.0f;
-    }
-    __syncthreads();
-    // S ← e·S + k v'ᵀ and this slice's part of o = Sᵀq, over the thread's own elements.
-    const float vc = vp[c];
-    part = 0;
-    if (col)
-      for (int64_t d = s; d < Dk; d += kSlices) {
-        const float sv = e * S[d * kCols + c] + (kr[d] * kf) * vc;
-        S[d * kCols + c] = sv;
-        part += (qr[d] * qf) * sv;
+      if (lane == 0) {
+        const float l2 = a.qk_l2norm ? 1.0f / sqrtf(ss + a.eps) : 1.0f;
+        if (r < nt)
+          qf[r] = a.qk_l2norm ? q_scale * l2 : q_scale;
+        else
+          kf[r - nt] = l2;
       }
-    red[s * kCols + c] = part;  // Sᵀk's partial sums were read before the last barrier
+    }
     __syncthreads();
-    if (s == 0 && col) {
+    for (int j = 0; j < nt; ++j) {
+      const int64_t t = t0 + j;
+      const float* qr = qs + j * Dk;
+      const float* kr = ks + j * Dk;
+      const float q_f = qf[j], k_f = kf[j], e = decay[j];
+      // Sᵀk of the state before the decay (this lane's rows, then over the warp's 4 slices of column c).
+      float part = 0;
+      for (int64_t d = s; d < Dk; d += kSlices) part += (kr[d] * k_f) * S[d * kSLd + c];
+      part += __shfl_xor_sync(0xffffffffu, part, kColsPerWarp);
+      part += __shfl_xor_sync(0xffffffffu, part, 2 * kColsPerWarp);
+      const float v = col ? a.v[t * a.v_st + h * a.v_sh + j0 + c] : 0.0f;
+      const float vp = beta[j] * (v - e * part);
+      // S ← e·S + k v'ᵀ and o = Sᵀq over the lane's elements, then over the slices.
       float o = 0;
-      for (int i = 0; i < kSlices; ++i) o += red[i * kCols + c];
-      a.out[t * a.o_st + h * a.o_sh + j0 + c] = o;
+      for (int64_t d = s; d < Dk; d += kSlices) {
+        const float sv = e * S[d * kSLd + c] + (kr[d] * k_f) * vp;
+        S[d * kSLd + c] = sv;
+        o += (qr[d] * q_f) * sv;
+      }
+      o += __shfl_xor_sync(0xffffffffu, o, kColsPerWarp);
+      o += __shfl_xor_sync(0xffffffffu, o, 2 * kColsPerWarp);
+      if (s == 0 && col) a.out[t * a.o_st + h * a.o_sh + j0 + c] = o;
     }
   }
-  if (col)  // the thread's own elements: no other thread wrote them
-    for (int64_t d = s; d < Dk; d += kSlices) Sg[d * Dv] = S[d * kCols + c];
+  if (col)  // the lane's own elements: no other thread wrote them
+    for (int64_t d = s; d < Dk; d += kSlices) Sg[d * Dv] = S[d * kSLd + c];
 }
 
 int64_t shared_bytes(const GatedDeltaNetArgs& a) {
-  return 4 * (a.Dk * kCols + 2 * a.Dk + kSlices * kCols + kCols + 2);
+  return 4 * (a.Dk * kSLd + 2 * kStage * a.Dk + 4 * kStage);
 }
 
 // The chunked WY form (C > 0, T > 1) over chunks of Ce = min(C, T) tokens, per chunk (γ the chunk-local
