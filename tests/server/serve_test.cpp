@@ -66,8 +66,16 @@ TEST(Serve, BadFlagsFailWithAMessage) {
   std::string model = parrot_model("text");
   std::string log = failing_start({"--model", model, "--no-such-flag"});
   EXPECT_NE(log.find("--no-such-flag"), std::string::npos) << log;
-  log = failing_start({"--model", model, "--device", "cuda:0"});
-  EXPECT_NE(log.find("without CUDA"), std::string::npos) << log;
+  // A device this machine does not have: one line naming it, whatever the build (without CUDA / no device
+  // / not that many devices).
+  log = failing_start({"--model", model, "--device", "cuda:99"});
+  EXPECT_NE(log.find("cuda:99"), std::string::npos) << log;
+  EXPECT_TRUE(log.find("without CUDA") != std::string::npos ||
+              log.find("no CUDA device") != std::string::npos ||
+              log.find("this machine has") != std::string::npos)
+      << log;
+  log = failing_start({"--model", model, "--device", "tpu"});
+  EXPECT_NE(log.find("expected cpu or cuda[:N]"), std::string::npos) << log;
   log = failing_start({"--model", "/nonexistent/folder"});
   EXPECT_NE(log.find("/nonexistent/folder"), std::string::npos) << log;
   log = failing_start({"--model", model, "--memory-limit", "lots"});

@@ -90,6 +90,7 @@ class CudaBackend final : public Backend {
   cuda::DeviceInfo info_;
   CUstream_st* stream_ = nullptr;
   cublasContext* cublas_ = nullptr;
+  bool blocking_ = false;  // CUDA_LAUNCH_BLOCKING=1: copies and fills wait for the device too (tests)
   Allocation
       cublas_workspace_;  // cuBLAS's scratch, from the pool (cublasSetWorkspace), not its own cudaMalloc
 };

@@ -209,12 +209,12 @@ void CudaBackend::matmul(const MatmulArgs& a) {
   });
   cuda::check(cudaGetLastError(), "matmul (split) launch");
   for (int p = 0; p < kSplitParts; ++p)
-    check_cublas(cublasGemmEx(cublas(), CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(a.out),
-                              static_cast<int>(a.T), static_cast<int>(a.in), &one, a.w, CUDA_R_16BF,
-                              static_cast<int>(ldw), parts + p * part_stride, CUDA_R_16BF,
-                              static_cast<int>(a.in), &one, a.y, CUDA_R_32F, static_cast<int>(ldy),
-                              CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-                 "matmul (bf16 gemm)");
+    check_cublas(
+        cublasGemmEx(cublas(), CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(a.out), static_cast<int>(a.T),
+                     static_cast<int>(a.in), &one, a.w, CUDA_R_16BF, static_cast<int>(ldw),
+                     parts + p * part_stride, CUDA_R_16BF, static_cast<int>(a.in), &one, a.y, CUDA_R_32F,
+                     static_cast<int>(ldy), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+        "matmul (bf16 gemm)");
 }
 
 }  // namespace keel
