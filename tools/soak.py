@@ -16,6 +16,7 @@ is a wrong status. VmRSS is sampled every second; after the warm-up (the first t
 last third's maximum <= the middle third's maximum * 1.10 + 16 MiB. Exit 0 when the process lived, no status
 was wrong, every stream ended properly and RSS stayed flat; 1 otherwise, with the reasons.
 Usage: tools/soak.py KEEL MODEL --seconds 1800 [--parallel 4 --limit-mib 512 --clients 8 --idle 16]
+                     [--device cuda:0]
 """
 import argparse
 import http.client
@@ -161,12 +162,14 @@ def main():
     ap.add_argument("--ctx", type=int, default=1024)
     ap.add_argument("--clients", type=int, default=8)
     ap.add_argument("--idle", type=int, default=16)
+    ap.add_argument("--device", default="cpu", help="cpu or cuda[:N] (--limit-mib is then device memory)")
     a = ap.parse_args()
     port = free_port()
     log_path = f"/tmp/keel_soak_{os.getpid()}.log"
     with open(log_path, "w") as log:
         proc = subprocess.Popen([a.keel, "serve", "-m", a.model, "--port", str(port), "--parallel", str(a.parallel),
-                                 "--ctx-size", str(a.ctx), "--memory-limit", f"{a.limit_mib}MiB"],
+                                 "--ctx-size", str(a.ctx), "--memory-limit", f"{a.limit_mib}MiB",
+                                 "--device", a.device],
                                 stdout=log, stderr=subprocess.STDOUT)
     t0 = time.time()
     while True:

@@ -339,8 +339,16 @@ TEST(Moe, WorkspaceIsPlanned) {
           Tensor x = random_tensor(*ob, rng, DType::f32, {T, layer.H}, 2.0);
           Tensor out = nan_tensor(*ob, {T, layer.H});
           int64_t peak = pool_peak_during(ob->pool(), [&] { ops::moe(ob->be(), x, layer.w, layer.p, out); });
-          EXPECT_TRUE(workspace_ok(peak, ops::moe_workspace_bytes(ob->be(), layer.shape(T))))
-              << (nemotron ? "nemotron_h " : "qwen3_5_moe ") << dtype_name(dtype) << " T=" << T;
+          const int64_t planned = ops::moe_workspace_bytes(ob->be(), layer.shape(T));
+          // On CUDA a bf16 matmul's workspace grows with its rows (x split into bf16 parts), and an expert's
+          // rows depend on the routing, which the plan cannot know: the plan assumes every token in one
+          // expert, an upper bound that the op must not exceed (docs/CUDA.md).
+          if (ob->is_cuda())
+            EXPECT_LE(peak, planned) << (nemotron ? "nemotron_h " : "qwen3_5_moe ") << dtype_name(dtype)
+                                     << " T=" << T;
+          else
+            EXPECT_TRUE(workspace_ok(peak, planned))
+                << (nemotron ? "nemotron_h " : "qwen3_5_moe ") << dtype_name(dtype) << " T=" << T;
         }
       }
     }
