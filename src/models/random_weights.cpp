@@ -48,7 +48,7 @@ void store_value(DType dtype, void* base, int64_t i, float v) {
 
 // Fills `t` (contiguous) in place: `constant` when set, else uniform in [−a, a) from the hash of (key,
 // index).
-void fill(Backend& be, Tensor& t, uint64_t key, float a, bool constant) {
+void fill(ThreadPool* tp, Tensor& t, uint64_t key, float a, bool constant) {
   const int64_t n = t.numel();
   constexpr int64_t kBlock = int64_t{1} << 16;  // elements per work item (even: two values per hash)
   auto run = [&](int64_t b0, int64_t b1, int) {
@@ -65,14 +65,14 @@ void fill(Backend& be, Tensor& t, uint64_t key, float a, bool constant) {
     }
   };
   const int64_t blocks = (n + kBlock - 1) / kBlock;
-  if (ThreadPool* tp = be.threads(); tp && blocks > 1)
+  if (tp && blocks > 1)
     tp->parallel_for(blocks, run);
   else
     run(0, blocks, 0);
 }
 
 // Packed words: random bits from the hash of (key, index), every q uniform in [0, 2^bits).
-void fill_words(Backend& be, Tensor& t, uint64_t key) {
+void fill_words(ThreadPool* tp, Tensor& t, uint64_t key) {
   const int64_t n = t.numel();
   constexpr int64_t kBlock = int64_t{1} << 16;
   auto run = [&](int64_t b0, int64_t b1, int) {
@@ -83,15 +83,22 @@ void fill_words(Backend& be, Tensor& t, uint64_t key) {
     }
   };
   const int64_t blocks = (n + kBlock - 1) / kBlock;
-  if (ThreadPool* tp = be.threads(); tp && blocks > 1)
+  if (tp && blocks > 1)
     tp->parallel_for(blocks, run);
   else
     run(0, blocks, 0);
 }
 
+// The host threads that make the values: the backend's own (CPU), else a pool of every core made for the
+// load (a device's weights are made on the host: 31.6 B values take ~4 s on 16 cores instead of a minute).
+ThreadPool* fill_threads(Backend& be, std::unique_ptr<ThreadPool>& own) {
+  if (ThreadPool* tp = be.threads()) return tp;
+  if (!own) own = std::make_unique<ThreadPool>(0);
+  return own.get();
+}
+
 // Runs `fill_host(view)` over t's values: in place when the host writes the backend's memory, else into a
-// host buffer of t's bytes that is then uploaded (a device's weights are made on the host, one tensor at a
-// time).
+// host buffer of t's bytes that is then uploaded (one tensor at a time).
 template <class Fill>
 void write_values(Backend& be, Tensor& t, Fill fill_host) {
   if (be.host_addressable()) {
@@ -143,8 +150,11 @@ LoadedModel random_weights_model(const ModelConfig& config, DType dtype, Backend
   ModelFactory make = find_model_factory(config.model_type);
   // Modules whose scales were made: their .weight is packed words. (The binder asks for scales first.)
   auto packed = std::make_shared<std::set<std::string>>();
-  m.weights = std::make_unique<WeightStore>(WeightStore::on_demand(
-      label, [&be, dtype, seed, quant, packed](const std::string& name, const std::vector<int64_t>& shape) {
+  auto own_threads = std::make_shared<std::unique_ptr<ThreadPool>>();
+  m.weights = std::make_unique<WeightStore>(
+      WeightStore::on_demand(label, [&be, dtype, seed, quant, packed, own_threads](
+                                        const std::string& name, const std::vector<int64_t>& shape) {
+        ThreadPool* tp = fill_threads(be, *own_threads);
         auto base_of = [&](std::string_view suffix) {
           return name.ends_with(suffix) ? name.substr(0, name.size() - suffix.size()) : std::string();
         };
@@ -155,14 +165,14 @@ LoadedModel random_weights_model(const ModelConfig& config, DType dtype, Backend
             const float a = std::sqrt(3.0f / static_cast<float>(std::max<int64_t>(1, in)));
             const float v = !sb.empty() ? 2 * a / static_cast<float>((1 << quant.bits) - 1) : -a;
             Tensor t = Tensor::empty(be.pool(), dtype, shape.data(), static_cast<int>(shape.size()), name);
-            write_values(be, t, [&](Tensor& h) { fill(be, h, 0, v, true); });
+            write_values(be, t, [&](Tensor& h) { fill(tp, h, 0, v, true); });
             packed->insert(!sb.empty() ? sb : bb);
             return t;
           }
           if (!wb.empty() && packed->count(wb)) {
             Tensor t =
                 Tensor::empty(be.pool(), DType::u32, shape.data(), static_cast<int>(shape.size()), name);
-            write_values(be, t, [&](Tensor& h) { fill_words(be, h, name_hash(name, seed)); });
+            write_values(be, t, [&](Tensor& h) { fill_words(tp, h, name_hash(name, seed)); });
             return t;
           }
         }
@@ -171,7 +181,7 @@ LoadedModel random_weights_model(const ModelConfig& config, DType dtype, Backend
         const float a = shape.size() == 1
                             ? (norm ? 1.0f : 0.5f)
                             : std::sqrt(3.0f / static_cast<float>(std::max<int64_t>(1, shape.back())));
-        write_values(be, t, [&](Tensor& h) { fill(be, h, name_hash(name, seed), a, norm); });
+        write_values(be, t, [&](Tensor& h) { fill(tp, h, name_hash(name, seed), a, norm); });
         return t;
       }));
   try {
