@@ -1,23 +1,18 @@
 #include "backend/cuda/cuda_backend.h"
 
-#include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 
 #include <cstdlib>
 #include <string_view>
 
+#include "backend/cuda/cublas_api.h"
 #include "backend/host_memory.h"
 #include "core/error.h"
 
 namespace keel {
 
-namespace {
-void check_cublas(cublasStatus_t s, const char* what) {
-  if (s != CUBLAS_STATUS_SUCCESS)
-    throw_error(ErrorCode::internal, "cuBLAS error in {}: {}", what, cublasGetStatusString(s));
-}
-}  // namespace
+using cuda::check_cublas;
 
 CudaBackend::CudaBackend(MemoryPool& pool, int index)
     : pool_(pool), index_(index), info_(cuda::device_info(index)) {
@@ -28,27 +23,28 @@ CudaBackend::CudaBackend(MemoryPool& pool, int index)
   cuda::check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
   stream_ = s;
   cublasHandle_t h = nullptr;
-  const cublasStatus_t st = cublasCreate(&h);
+  const cublasStatus_t st = cuda::cublas().create(&h);
   if (st != CUBLAS_STATUS_SUCCESS) {
     cudaStreamDestroy(s);
     check_cublas(st, "cublasCreate");
   }
   cublas_ = h;
-  check_cublas(cublasSetStream(h, s), "cublasSetStream");
+  check_cublas(cuda::cublas().set_stream(h, s), "cublasSetStream");
   // Results must not depend on what else runs: no atomics-based split-K reductions.
-  check_cublas(cublasSetAtomicsMode(h, CUBLAS_ATOMICS_NOT_ALLOWED), "cublasSetAtomicsMode");
-  check_cublas(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");  // no TF32 for f32 GEMMs
+  check_cublas(cuda::cublas().set_atomics_mode(h, CUBLAS_ATOMICS_NOT_ALLOWED), "cublasSetAtomicsMode");
+  check_cublas(cuda::cublas().set_math_mode(h, CUBLAS_DEFAULT_MATH),
+               "cublasSetMathMode");  // no TF32 for f32 GEMMs
   // 32 MiB: what cuBLAS itself takes on sm_90 (4 MiB before); from the pool, so it is counted.
   const int64_t ws = info_.major >= 9 ? int64_t{32} << 20 : int64_t{4} << 20;
   cublas_workspace_ = pool_.allocate(ws, "cuBLAS workspace");
-  check_cublas(cublasSetWorkspace(h, cublas_workspace_.data(), static_cast<size_t>(ws)),
+  check_cublas(cuda::cublas().set_workspace(h, cublas_workspace_.data(), static_cast<size_t>(ws)),
                "cublasSetWorkspace");
 }
 
 CudaBackend::~CudaBackend() {
   cudaSetDevice(index_);
   if (stream_) cudaStreamSynchronize(stream_);
-  if (cublas_) cublasDestroy(cublas_);
+  if (cublas_) cuda::cublas().destroy(cublas_);
   if (stream_) cudaStreamDestroy(stream_);
 }
 

@@ -11,10 +11,10 @@
 //  - f16 and packed (MLX affine u32) W, T > kGemvRows: a tiled f32 kernel that widens (dequantizes) each
 //    64 × 16 tile of W into shared memory.
 // The bias is written into y first and every product adds onto it.
-#include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include "backend/cuda/cublas_api.h"
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/device_util.cuh"
 #include "core/error.h"
@@ -24,15 +24,11 @@ namespace keel {
 
 namespace {
 
+using cuda::check_cublas;
 using cuda::load_widened;
 using cuda::packed_weight;
 
 constexpr int64_t kGemvRows = 8;
-
-void check_cublas(cublasStatus_t s, const char* what) {
-  if (s != CUBLAS_STATUS_SUCCESS)
-    throw_error(ErrorCode::internal, "cuBLAS error in {}: {}", what, cublasGetStatusString(s));
-}
 
 // W[o, i] widened to f32: dense in its dtype, or MLX affine packed (device_util.cuh's packed_weight).
 __device__ __forceinline__ float weight_at(const MatmulArgs& a, int64_t o, int64_t i) {
@@ -192,12 +188,12 @@ void CudaBackend::matmul(const MatmulArgs& a) {
   cuda::check(cudaGetLastError(), "matmul (bias) launch");
   const float one = 1.0f;
   if (a.w_dtype == DType::f32) {
-    check_cublas(
-        cublasSgemm(cublas(), CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(a.out), static_cast<int>(a.T),
-                    static_cast<int>(a.in), &one, reinterpret_cast<const float*>(a.w), static_cast<int>(ldw),
-                    reinterpret_cast<const float*>(a.x), static_cast<int>(ldx), &one,
-                    reinterpret_cast<float*>(a.y), static_cast<int>(ldy)),
-        "matmul (sgemm)");
+    check_cublas(cuda::cublas().sgemm(cublas(), CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(a.out),
+                                      static_cast<int>(a.T), static_cast<int>(a.in), &one,
+                                      reinterpret_cast<const float*>(a.w), static_cast<int>(ldw),
+                                      reinterpret_cast<const float*>(a.x), static_cast<int>(ldx), &one,
+                                      reinterpret_cast<float*>(a.y), static_cast<int>(ldy)),
+                 "matmul (sgemm)");
     return;
   }
   Tensor split = Tensor::empty(pool(), DType::u8, {matmul_workspace(a)}, "matmul x in bf16 parts");
@@ -209,12 +205,12 @@ void CudaBackend::matmul(const MatmulArgs& a) {
   });
   cuda::check(cudaGetLastError(), "matmul (split) launch");
   for (int p = 0; p < kSplitParts; ++p)
-    check_cublas(
-        cublasGemmEx(cublas(), CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(a.out), static_cast<int>(a.T),
-                     static_cast<int>(a.in), &one, a.w, CUDA_R_16BF, static_cast<int>(ldw),
-                     parts + p * part_stride, CUDA_R_16BF, static_cast<int>(a.in), &one, a.y, CUDA_R_32F,
-                     static_cast<int>(ldy), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-        "matmul (bf16 gemm)");
+    check_cublas(cuda::cublas().gemm_ex(cublas(), CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(a.out),
+                                        static_cast<int>(a.T), static_cast<int>(a.in), &one, a.w, CUDA_R_16BF,
+                                        static_cast<int>(ldw), parts + p * part_stride, CUDA_R_16BF,
+                                        static_cast<int>(a.in), &one, a.y, CUDA_R_32F, static_cast<int>(ldy),
+                                        CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                 "matmul (bf16 gemm)");
 }
 
 }  // namespace keel
