@@ -22,10 +22,11 @@ constexpr int64_t slot_floats(int64_t key_tile, int64_t query_tile, int64_t hp) 
 // value tile is read once for all of them. `s` holds one row's scores for one key tile (key_tile floats, a
 // multiple of 16); m and l are the rows' running max and sum, [hp, query_tile]. The output rows accumulate.
 template <int W>
-KEEL_INLINE void attention_item(const AttentionArgs& a, int64_t item, float* s, float* m, float* l) {
-  const int64_t n_sub = a.n_q / a.heads_per_item;  // head subgroups across all KV groups
-  const int64_t h0 = item % n_sub * a.heads_per_item, i0 = item / n_sub * a.query_tile;
-  const int64_t i1 = std::min(a.T, i0 + a.query_tile), hp = a.heads_per_item;
+KEEL_INLINE void attention_item(const AttentionArgs& a, int64_t hp, int64_t item, float* s, float* m,
+                                float* l) {
+  const int64_t n_sub = a.n_q / hp;  // head subgroups across all KV groups
+  const int64_t h0 = item % n_sub * hp, i0 = item / n_sub * a.query_tile;
+  const int64_t i1 = std::min(a.T, i0 + a.query_tile);
   const int64_t hk = h0 / (a.n_q / a.n_kv);
   const float* K = a.k + hk * a.k_sh;
   const float* V = a.v + hk * a.v_sh;
@@ -71,22 +72,22 @@ KEEL_INLINE void attention_item(const AttentionArgs& a, int64_t item, float* s, 
       scale<W>(a.out + r * a.o_st + (h0 + hh) * a.o_sh, 1.0f / l[hh * a.query_tile + r - i0], a.Dv);
 }
 
-// Worker slot `slot` of `slots` takes items slot, slot + slots, …: rows near the diagonal's end (long) and
-// near its start (short) mix in every slot.
+// Worker slot `slot` of `slots` takes items slot, slot + slots, … (each `hp` query heads): rows near the
+// diagonal's end (long) and near its start (short) mix in every slot.
 template <int W>
-KEEL_INLINE void attention_slot(const AttentionArgs& a, int64_t slot, int64_t slots, int64_t n_items,
-                                float* ws) {
-  float* s = ws + slot * slot_floats(a.key_tile, a.query_tile, a.heads_per_item);
+KEEL_INLINE void attention_slot(const AttentionArgs& a, int64_t hp, int64_t slot, int64_t slots,
+                                int64_t n_items, float* ws) {
+  float* s = ws + slot * slot_floats(a.key_tile, a.query_tile, hp);
   float* m = s + a.key_tile;
-  float* l = m + a.heads_per_item * a.query_tile;
-  for (int64_t item = slot; item < n_items; item += slots) attention_item<W>(a, item, s, m, l);
+  float* l = m + hp * a.query_tile;
+  for (int64_t item = slot; item < n_items; item += slots) attention_item<W>(a, hp, item, s, m, l);
 }
 
-using SlotFn = void (*)(const AttentionArgs&, int64_t, int64_t, int64_t, float*);
+using SlotFn = void (*)(const AttentionArgs&, int64_t, int64_t, int64_t, int64_t, float*);
 
-#define KEEL_ATTENTION_KERNEL(name, target, W)                                                  \
-  target void name(const AttentionArgs& a, int64_t slot, int64_t slots, int64_t n, float* ws) { \
-    attention_slot<W>(a, slot, slots, n, ws);                                                   \
+#define KEEL_ATTENTION_KERNEL(name, target, W)                                                              \
+  target void name(const AttentionArgs& a, int64_t hp, int64_t slot, int64_t slots, int64_t n, float* ws) { \
+    attention_slot<W>(a, hp, slot, slots, n, ws);                                                           \
   }
 
 KEEL_ATTENTION_KERNEL(slot_generic, , 4)
@@ -124,16 +125,16 @@ int64_t attention_kernel_workspace_bytes(int64_t T, int64_t n_q, int64_t n_kv, i
 void attention(CpuBackend& be, const AttentionArgs& a) {
   if (a.T == 0) return;
   ThreadPool& pool = *be.threads();
-  const int64_t n_items = items_for(a.T, a.n_q, a.query_tile, a.heads_per_item);
+  const int64_t hp = attention_heads_per_item(a.T, a.n_q, a.n_kv, a.query_tile, pool.size());
+  const int64_t n_items = items_for(a.T, a.n_q, a.query_tile, hp);
   const int64_t slots = std::min<int64_t>(pool.size(), n_items);
-  Tensor ws =
-      Tensor::empty(be.pool(), DType::f32, {slots * slot_floats(a.key_tile, a.query_tile, a.heads_per_item)},
-                    "attention workspace");
+  Tensor ws = Tensor::empty(be.pool(), DType::f32, {slots * slot_floats(a.key_tile, a.query_tile, hp)},
+                            "attention workspace");
   std::fill_n(ws.ptr<float>(), ws.numel(), 0.0f);  // score rows are read whole by the padded exp
   const SlotFn fn = slot_kernel(be.isa());
   float* w = ws.ptr<float>();
   pool.parallel_for(slots, [&](int64_t b, int64_t e, int) {
-    for (int64_t slot = b; slot < e; ++slot) fn(a, slot, slots, n_items, w);
+    for (int64_t slot = b; slot < e; ++slot) fn(a, hp, slot, slots, n_items, w);
   });
 }
 
@@ -145,17 +146,7 @@ int64_t CpuBackend::attention_workspace(const AttentionArgs& a) const {
   return cpu::attention_kernel_workspace_bytes(a.T, a.n_q, a.n_kv, a.key_tile, a.query_tile, workers());
 }
 
-void CpuBackend::attention(const AttentionArgs& in) {
-  if (in.T == 0) return;
-  cpu::AttentionArgs a;
-  a.T = in.T, a.n_q = in.n_q, a.n_kv = in.n_kv, a.D = in.D, a.Dv = in.Dv, a.offset = in.offset;
-  a.key_tile = in.key_tile, a.query_tile = in.query_tile;
-  a.heads_per_item = cpu::attention_heads_per_item(in.T, in.n_q, in.n_kv, in.query_tile, workers());
-  a.scale = in.scale;
-  a.q = in.q, a.q_st = in.q_st, a.q_sh = in.q_sh;
-  a.k = in.k, a.k_st = in.k_st, a.k_sh = in.k_sh;
-  a.v = in.v, a.v_st = in.v_st, a.v_sh = in.v_sh;
-  a.out = in.out, a.o_st = in.o_st, a.o_sh = in.o_sh;
+void CpuBackend::attention(const AttentionArgs& a) {
   cpu::attention(*this, a);
 }
 

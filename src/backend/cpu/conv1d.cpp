@@ -1,6 +1,7 @@
 #include "backend/cpu/conv1d.h"
 
 #include "backend/cpu/activation.h"
+#include "core/dtype.h"
 #include "core/tensor.h"
 
 namespace keel::cpu {
@@ -9,7 +10,8 @@ namespace {
 constexpr int64_t kBlock = 64;  // channels per block: weights for the block sit on the stack as [K][kBlock]
 }
 
-void causal_conv1d_channels(CpuIsa isa, const Conv1dArgs& a, int64_t c_begin, int64_t c_end) {
+void causal_conv1d_channels(CpuIsa isa, const Conv1dArgs& a, const float* bias, int64_t c_begin,
+                            int64_t c_end) {
   const int64_t K = a.K, S = K - 1;
   for (int64_t c0 = c_begin; c0 < c_end; c0 += kBlock) {
     const int64_t n = c_end - c0 < kBlock ? c_end - c0 : kBlock;
@@ -40,7 +42,7 @@ void causal_conv1d_channels(CpuIsa isa, const Conv1dArgs& a, int64_t c_begin, in
         for (int64_t c = 0; c < n; ++c) acc[c] += wt[j][c] * in[c];
       }
       float* out = a.out + t * a.out_row + c0;
-      for (int64_t c = 0; c < n; ++c) out[c] = a.bias ? acc[c] + a.bias[c0 + c] : acc[c];
+      for (int64_t c = 0; c < n; ++c) out[c] = bias ? acc[c] + bias[c0 + c] : acc[c];
       if (a.silu) unary(isa, Unary::silu, out, out, n);
     }
     // state ← rows T .. T + K − 2 of concat(state, x). Ascending r reads row T + r > r, not yet overwritten.
@@ -60,23 +62,20 @@ int64_t CpuBackend::causal_conv1d_workspace(const Conv1dArgs& a) const {
   return a.bias.dtype == DType::f32 ? 0 : a.C * 4;  // the bias widened to f32
 }
 
-void CpuBackend::causal_conv1d(const Conv1dArgs& in) {
+void CpuBackend::causal_conv1d(const Conv1dArgs& a) {
   Tensor bias_f32;  // [C] f32 when the stored bias is bf16/f16
-  cpu::Conv1dArgs a;
-  if (in.bias.data && in.bias.dtype == DType::f32) {
-    a.bias = static_cast<const float*>(in.bias.data);
-  } else if (in.bias.data) {
-    bias_f32 = Tensor::empty(pool_, DType::f32, {in.C}, "conv1d bias (f32)");
-    for (int64_t c = 0; c < in.C; ++c) bias_f32.ptr<float>()[c] = in.bias.at(c);
-    a.bias = bias_f32.ptr<const float>();
+  const float* bias = nullptr;
+  if (a.bias.data && a.bias.dtype == DType::f32) {
+    bias = static_cast<const float*>(a.bias.data);
+  } else if (a.bias.data) {
+    bias_f32 = Tensor::empty(pool_, DType::f32, {a.C}, "conv1d bias (f32)");
+    for (int64_t c = 0; c < a.C; ++c) bias_f32.ptr<float>()[c] = a.bias.at(c);
+    bias = bias_f32.ptr<const float>();
   }
-  a.x = in.x, a.x_row = in.x_row, a.w = in.w, a.w_row = in.w_row, a.w_dtype = in.w_dtype;
-  a.state = in.state, a.out = in.out, a.out_row = in.out_row;
-  a.T = in.T, a.C = in.C, a.K = in.K, a.silu = in.silu;
   // Channel blocks of 64 split among the threads.
   const int64_t C = a.C, blocks = (C + 63) / 64;
   threads_.parallel_for(blocks, [&](int64_t begin, int64_t end, int) {
-    cpu::causal_conv1d_channels(isa_, a, begin * 64, end * 64 < C ? end * 64 : C);
+    cpu::causal_conv1d_channels(isa_, a, bias, begin * 64, end * 64 < C ? end * 64 : C);
   });
 }
 

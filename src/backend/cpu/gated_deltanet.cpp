@@ -11,10 +11,12 @@ namespace keel::cpu {
 
 namespace {
 
-// g = −exp(A_log)·softplus(a + dt_bias) and β = sigmoid(b) of token t, value head h (fp32).
-KEEL_INLINE void gates(const GatedDeltaNetArgs& a, int64_t t, int64_t h, float& g, float& beta) {
-  const float x = a.a[t * a.a_st + h * a.a_sh] + a.dt_bias[h];
-  g = a.neg_A[h] * (x > 20.0f ? x : std::log1p(std::exp(x)));
+// g = −exp(A_log)·softplus(a + dt_bias) and β = sigmoid(b) of token t, value head h (fp32). par: [2, Hv],
+// −exp(A_log) then dt_bias, widened to f32 (every function below takes it alongside the op's struct).
+KEEL_INLINE void gates(const GatedDeltaNetArgs& a, const float* par, int64_t t, int64_t h, float& g,
+                       float& beta) {
+  const float x = a.a[t * a.a_st + h * a.a_sh] + par[a.Hv + h];
+  g = par[h] * (x > 20.0f ? x : std::log1p(std::exp(x)));
   beta = 1.0f / (1.0f + std::exp(-a.b[t * a.b_st + h * a.b_sh]));
 }
 
@@ -75,7 +77,7 @@ KEEL_INLINE void update_state(float* S, int64_t Dk, int64_t Dv, float e, const f
 // Value head h over the call's T tokens, one token at a time, S [Dk, Dv] updated in place. Worker scratch:
 // qn [Dk], kn and kn_next [Dk] (swapped), kv [Dv] (Sᵀk of the state before the token's decay), v' [Dv].
 template <int W>
-KEEL_INLINE void recurrent_head(const GatedDeltaNetArgs& a, int64_t h, float* ws) {
+KEEL_INLINE void recurrent_head(const GatedDeltaNetArgs& a, const float* par, int64_t h, float* ws) {
   const int64_t Dk = a.Dk, Dv = a.Dv, kh = h / (a.Hv / a.Hk);
   float* qn = ws;
   float* kn = qn + Dk;
@@ -93,7 +95,7 @@ KEEL_INLINE void recurrent_head(const GatedDeltaNetArgs& a, int64_t h, float* ws
   for (int64_t t = 0; t < a.T; ++t) {
     normalize<W>(qn, a.q + t * a.q_st + kh * a.q_sh, Dk, a.qk_l2norm, a.eps, q_scale);
     float g, beta;
-    gates(a, t, h, g, beta);
+    gates(a, par, t, h, g, beta);
     const float e = std::exp(g);
     // v' = β(v − (e^g S)ᵀk), with (e^g S)ᵀk = e^g·kv.
     const float* v = a.v + t * a.v_st + h * a.v_sh;
@@ -113,7 +115,7 @@ KEEL_INLINE void recurrent_head(const GatedDeltaNetArgs& a, int64_t h, float* ws
 // (Cp = pad16(Ce)): Qn, Kn, Wn [Ce, Dk], U [Ce, Dv], A [Ce, Cp], γ, β [Cp], tmp [max(Cp, pad16(Dk))],
 // Kt [Dk, Cp]. Reference: ops/reference/gated_deltanet_ref.h (the recurrence; same result in exact math).
 template <int W>
-KEEL_INLINE void chunked_head(const GatedDeltaNetArgs& a, int64_t h, float* ws) {
+KEEL_INLINE void chunked_head(const GatedDeltaNetArgs& a, const float* par, int64_t h, float* ws) {
   const int64_t Dk = a.Dk, Dv = a.Dv, kh = h / (a.Hv / a.Hk);
   const int64_t Ce = std::min(a.C, a.T), Cp = pad16(Ce);
   float* Qn = ws;
@@ -135,7 +137,7 @@ KEEL_INLINE void chunked_head(const GatedDeltaNetArgs& a, int64_t h, float* ws) 
       normalize<W>(Qn + i * Dk, a.q + t * a.q_st + kh * a.q_sh, Dk, a.qk_l2norm, a.eps, q_scale);
       normalize<W>(Kn + i * Dk, a.k + t * a.k_st + kh * a.k_sh, Dk, a.qk_l2norm, a.eps, 1.0f);
       float g;
-      gates(a, t, h, g, dec[i]);
+      gates(a, par, t, h, g, dec[i]);
       run += g;
       gam[i] = run;  // chunk-local inclusive cumsum γ
     }
@@ -192,16 +194,16 @@ KEEL_INLINE void chunked_head(const GatedDeltaNetArgs& a, int64_t h, float* ws) 
   }
 }
 
-using HeadsFn = void (*)(const GatedDeltaNetArgs&, int64_t, int64_t, float*);
+using HeadsFn = void (*)(const GatedDeltaNetArgs&, const float*, int64_t, int64_t, float*);
 
-#define KEEL_GDN_KERNEL(name, target, W)                                          \
-  target void name(const GatedDeltaNetArgs& a, int64_t b, int64_t e, float* ws) { \
-    for (int64_t h = b; h < e; ++h) {                                             \
-      if (a.C > 0 && a.T > 1)                                                     \
-        chunked_head<W>(a, h, ws);                                                \
-      else                                                                        \
-        recurrent_head<W>(a, h, ws);                                              \
-    }                                                                             \
+#define KEEL_GDN_KERNEL(name, target, W)                                                            \
+  target void name(const GatedDeltaNetArgs& a, const float* par, int64_t b, int64_t e, float* ws) { \
+    for (int64_t h = b; h < e; ++h) {                                                               \
+      if (a.C > 0 && a.T > 1)                                                                       \
+        chunked_head<W>(a, par, h, ws);                                                             \
+      else                                                                                          \
+        recurrent_head<W>(a, par, h, ws);                                                           \
+    }                                                                                               \
   }
 
 KEEL_GDN_KERNEL(heads_generic, , 4)
@@ -231,6 +233,14 @@ int64_t gated_deltanet_kernel_workspace_bytes(int64_t T, int64_t Hv, int64_t Dk,
 
 void gated_deltanet(CpuBackend& be, const GatedDeltaNetArgs& a) {
   if (a.T == 0) return;
+  const int64_t Hv = a.Hv;
+  // −exp(A_log) and dt_bias widened to f32 once (the 2·Hv floats of the workspace).
+  Tensor params = Tensor::empty(be.pool(), DType::f32, {2, Hv}, "gated_deltanet parameters");
+  float* par = params.ptr<float>();
+  for (int64_t h = 0; h < Hv; ++h) {
+    par[h] = -std::exp(a.A_log.at(h));
+    par[Hv + h] = a.dt_bias.at(h);
+  }
   ThreadPool& pool = *be.threads();
   const int64_t slots = std::min<int64_t>(pool.size(), a.Hv), per_slot = slot_floats(a.T, a.Dk, a.Dv, a.C);
   Tensor ws = Tensor::empty(be.pool(), DType::f32, {slots * per_slot}, "gated_deltanet workspace");
@@ -238,7 +248,7 @@ void gated_deltanet(CpuBackend& be, const GatedDeltaNetArgs& a) {
     std::fill_n(ws.ptr<float>(), ws.numel(), 0.0f);
   const HeadsFn fn = heads_kernel(be.isa());
   float* w = ws.ptr<float>();
-  pool.parallel_for(a.Hv, [&](int64_t b, int64_t e, int worker) { fn(a, b, e, w + worker * per_slot); });
+  pool.parallel_for(a.Hv, [&](int64_t b, int64_t e, int worker) { fn(a, par, b, e, w + worker * per_slot); });
 }
 
 }  // namespace keel::cpu
@@ -250,28 +260,8 @@ int64_t CpuBackend::gated_deltanet_workspace(const GatedDeltaNetArgs& a) const {
   return 4 * 2 * a.Hv + cpu::gated_deltanet_kernel_workspace_bytes(a.T, a.Hv, a.Dk, a.Dv, a.C, workers());
 }
 
-void CpuBackend::gated_deltanet(const GatedDeltaNetArgs& in) {
-  if (in.T == 0) return;
-  const int64_t Hv = in.Hv;
-  // −exp(A_log) and dt_bias widened to f32 once (the 2·Hv floats of the workspace).
-  Tensor params = Tensor::empty(pool_, DType::f32, {2, Hv}, "gated_deltanet parameters");
-  float* P = params.ptr<float>();
-  for (int64_t h = 0; h < Hv; ++h) {
-    P[h] = -std::exp(in.A_log.at(h));
-    P[Hv + h] = in.dt_bias.at(h);
-  }
-  cpu::GatedDeltaNetArgs g;
-  g.T = in.T, g.Hk = in.Hk, g.Hv = Hv, g.Dk = in.Dk, g.Dv = in.Dv, g.C = in.C;
-  g.qk_l2norm = in.qk_l2norm, g.eps = in.eps;
-  g.q = in.q, g.q_st = in.q_st, g.q_sh = in.q_sh;
-  g.k = in.k, g.k_st = in.k_st, g.k_sh = in.k_sh;
-  g.v = in.v, g.v_st = in.v_st, g.v_sh = in.v_sh;
-  g.a = in.a, g.a_st = in.a_st, g.a_sh = in.a_sh;
-  g.b = in.b, g.b_st = in.b_st, g.b_sh = in.b_sh;
-  g.neg_A = P, g.dt_bias = P + Hv;
-  g.state = in.state;
-  g.out = in.out, g.o_st = in.o_st, g.o_sh = in.o_sh;
-  cpu::gated_deltanet(*this, g);
+void CpuBackend::gated_deltanet(const GatedDeltaNetArgs& a) {
+  cpu::gated_deltanet(*this, a);
 }
 
 }  // namespace keel

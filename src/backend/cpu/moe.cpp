@@ -47,8 +47,9 @@ void route_softmax(const MoeRouteArgs& a, const float* l, int32_t* idx, float* w
   for (int64_t j = 0; j < n; ++j) w[j] /= sum, idx[j] = top[j].index;
 }
 
-void route_sigmoid_grouped(const MoeRouteArgs& a, const float* l, int32_t* idx, float* w) {
-  auto choice = [&](int64_t e) { return sigmoid(l[e]) + (a.bias ? a.bias[e] : 0.0f); };
+// bias: [E] f32 (MoeRouteArgs::bias widened) or null.
+void route_sigmoid_grouped(const MoeRouteArgs& a, const float* bias, const float* l, int32_t* idx, float* w) {
+  auto choice = [&](int64_t e) { return sigmoid(l[e]) + (bias ? bias[e] : 0.0f); };
   bool allowed[kMoeMaxGroups];
   const int64_t per_group = a.E / a.n_group;
   if (a.n_group > 1) {
@@ -77,13 +78,19 @@ void route_sigmoid_grouped(const MoeRouteArgs& a, const float* l, int32_t* idx, 
 }  // namespace
 
 void moe_route(CpuBackend& be, const MoeRouteArgs& a) {
+  Tensor bias_f32;  // router bias widened to f32, when given
+  if (a.bias.data) {
+    bias_f32 = Tensor::empty(be.pool(), DType::f32, {a.E}, "moe router bias");
+    for (int64_t e = 0; e < a.E; ++e) bias_f32.ptr<float>()[e] = a.bias.at(e);
+  }
+  const float* bias = bias_f32.defined() && a.E > 0 ? bias_f32.ptr<float>() : nullptr;
   be.threads()->parallel_for(a.T, [&](int64_t begin, int64_t end, int) {
     for (int64_t t = begin; t < end; ++t) {
       const float* l = a.logits + t * a.logits_st;
       int32_t* idx = a.indices + t * a.top_k;
       float* w = a.weights + t * a.top_k;
       if (a.sigmoid_grouped)
-        route_sigmoid_grouped(a, l, idx, w);
+        route_sigmoid_grouped(a, bias, l, idx, w);
       else
         route_softmax(a, l, idx, w);
     }
@@ -126,19 +133,7 @@ int64_t CpuBackend::moe_route_workspace(const MoeRouteArgs& a) const {
   return a.bias.data ? 4 * a.E : 0;  // the bias widened to f32
 }
 
-void CpuBackend::moe_route(const MoeRouteArgs& in) {
-  Tensor bias;  // router bias widened to f32, when given
-  if (in.bias.data) {
-    bias = Tensor::empty(pool_, DType::f32, {in.E}, "moe router bias");
-    for (int64_t e = 0; e < in.E; ++e) bias.ptr<float>()[e] = in.bias.at(e);
-  }
-  cpu::MoeRouteArgs a;
-  a.T = in.T, a.E = in.E, a.top_k = in.top_k, a.sigmoid_grouped = in.sigmoid_grouped;
-  a.n_group = in.n_group, a.topk_group = in.topk_group, a.norm_topk_prob = in.norm_topk_prob;
-  a.scaling = in.scaling;
-  a.logits = in.logits, a.logits_st = in.logits_st;
-  a.bias = bias.defined() && in.E > 0 ? bias.ptr<float>() : nullptr;
-  a.indices = in.indices, a.weights = in.weights;
+void CpuBackend::moe_route(const MoeRouteArgs& a) {
   cpu::moe_route(*this, a);
 }
 

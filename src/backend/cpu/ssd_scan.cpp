@@ -10,20 +10,24 @@ namespace keel::cpu {
 
 namespace {
 
-KEEL_INLINE float dt_of(const SsdScanArgs& a, int64_t t, int64_t h) {
-  float v = a.dt[t * a.dt_st + h * a.dt_sh] + a.dt_bias[h];
+// par: [3, H], A = −exp(A_log), dt_bias and D widened to f32 (every function below takes it alongside the
+// op's struct).
+KEEL_INLINE float dt_of(const SsdScanArgs& a, const float* par, int64_t t, int64_t h) {
+  float v = a.dt[t * a.dt_st + h * a.dt_sh] + par[a.H + h];
   float sp = v > 20.0f ? v : std::log1p(std::exp(v));
   return std::min(std::max(sp, a.dt_min), a.dt_max);
 }
 
 // T = 1: S ← e^{dt·A}·S + dt·x⊗B and y = S·C + D·x in one pass over S.
 template <int W>
-KEEL_INLINE void decode_heads(const SsdScanArgs& a, int64_t h_begin, int64_t h_end) {
+KEEL_INLINE void decode_heads(const SsdScanArgs& a, const float* par, int64_t h_begin, int64_t h_end) {
   using V = VecF<W>;
   const int64_t heads_per_group = a.H / a.G, N = a.N;
+  const float* A = par;
+  const float* D = par + 2 * a.H;
   for (int64_t h = h_begin; h < h_end; ++h) {
     const int64_t g = h / heads_per_group;
-    const float dt = dt_of(a, 0, h), decay = std::exp(dt * a.A[h]);
+    const float dt = dt_of(a, par, 0, h), decay = std::exp(dt * A[h]);
     const float* x = a.x + h * a.x_sh;
     const float* B = a.B + g * a.B_sg;
     const float* C = a.C + g * a.C_sg;
@@ -43,7 +47,7 @@ KEEL_INLINE void decode_heads(const SsdScanArgs& a, int64_t h_begin, int64_t h_e
         s[n] = decay * s[n] + coef * B[n];
         out += s[n] * C[n];
       }
-      y[p] = out + a.D[h] * x[p];
+      y[p] = out + D[h] * x[p];
     }
   }
 }
@@ -51,6 +55,7 @@ KEEL_INLINE void decode_heads(const SsdScanArgs& a, int64_t h_begin, int64_t h_e
 // One chunk of Qc tokens starting at t0, shared by both phases.
 struct Chunk {
   const SsdScanArgs* a;
+  const float* par;  // [3, H]: A, dt_bias, D
   int64_t t0, Qc;
   float* cb;       // [G, Qe, row] C_i·B_j for j ≤ i
   int64_t cb_row;  // pad16(Qe)
@@ -79,6 +84,8 @@ KEEL_INLINE void chunk_heads(const Chunk& c, int64_t h_begin, int64_t h_end, int
   const SsdScanArgs& a = *c.a;
   const int64_t heads_per_group = a.H / a.G, P = a.P, N = a.N, Qc = c.Qc, t0 = c.t0;
   const int64_t row = c.cb_row;
+  const float* A = c.par;
+  const float* D = c.par + 2 * a.H;
   float* dt = c.scratch + worker * scratch_floats(row, P, N);
   float* lam = dt + row;
   float* M = lam + row;     // [4, row]: four rows of the intra-chunk matrix CB[i,j]·e^{Λ_i − Λ_j}·dt_j
@@ -89,8 +96,8 @@ KEEL_INLINE void chunk_heads(const Chunk& c, int64_t h_begin, int64_t h_end, int
     // dt and the chunk-local inclusive cumsum Λ_i = Σ_{k ≤ i} dt_k·A (fp32, restarted every chunk).
     float run = 0;
     for (int64_t i = 0; i < Qc; ++i) {
-      dt[i] = dt_of(a, t0 + i, h);
-      run += dt[i] * a.A[h];
+      dt[i] = dt_of(a, c.par, t0 + i, h);
+      run += dt[i] * A[h];
       lam[i] = run;
     }
     float* S = a.state + h * P * N;
@@ -107,7 +114,7 @@ KEEL_INLINE void chunk_heads(const Chunk& c, int64_t h_begin, int64_t h_end, int
       const float e = std::exp(lam[i]);
       const float* xi = x0 + i * a.x_st;
       float* yi = y0 + i * a.y_st;
-      for (int64_t p = 0; p < P; ++p) yi[p] = e * yi[p] + a.D[h] * xi[p];
+      for (int64_t p = 0; p < P; ++p) yi[p] = e * yi[p] + D[h] * xi[p];
     }
     // ... + Σ_{j ≤ i} CB[i,j]·e^{Λ_i − Λ_j}·dt_j·x_j, four rows i at a time (zeros right of the diagonal).
     for (int64_t i0 = 0; i0 < Qc; i0 += 4) {
@@ -136,21 +143,21 @@ KEEL_INLINE void chunk_heads(const Chunk& c, int64_t h_begin, int64_t h_end, int
 }
 
 struct Kernels {
-  void (*decode)(const SsdScanArgs&, int64_t, int64_t);
+  void (*decode)(const SsdScanArgs&, const float*, int64_t, int64_t);
   void (*cb)(const Chunk&, int64_t, int64_t);
   void (*heads)(const Chunk&, int64_t, int64_t, int);
 };
 
-#define KEEL_SSD_KERNELS(name, target, W)                                 \
-  target void name##_decode(const SsdScanArgs& a, int64_t b, int64_t e) { \
-    decode_heads<W>(a, b, e);                                             \
-  }                                                                       \
-  target void name##_cb(const Chunk& c, int64_t b, int64_t e) {           \
-    cb_rows<W>(c, b, e);                                                  \
-  }                                                                       \
-  target void name##_heads(const Chunk& c, int64_t b, int64_t e, int w) { \
-    chunk_heads<W>(c, b, e, w);                                           \
-  }                                                                       \
+#define KEEL_SSD_KERNELS(name, target, W)                                                   \
+  target void name##_decode(const SsdScanArgs& a, const float* par, int64_t b, int64_t e) { \
+    decode_heads<W>(a, par, b, e);                                                          \
+  }                                                                                         \
+  target void name##_cb(const Chunk& c, int64_t b, int64_t e) {                             \
+    cb_rows<W>(c, b, e);                                                                    \
+  }                                                                                         \
+  target void name##_heads(const Chunk& c, int64_t b, int64_t e, int w) {                   \
+    chunk_heads<W>(c, b, e, w);                                                             \
+  }                                                                                         \
   constexpr Kernels name{name##_decode, name##_cb, name##_heads};
 
 KEEL_SSD_KERNELS(k_generic, , 4)
@@ -177,8 +184,17 @@ void ssd_scan(CpuBackend& be, const SsdScanArgs& a) {
   const Kernels& k = kernels_for(be.isa());
   ThreadPool& pool = *be.threads();
   if (a.T == 0) return;
+  const int64_t H = a.H;
+  // A = −exp(A_log), dt_bias and D widened to f32 once (the 3·H floats of the workspace).
+  Tensor params = Tensor::empty(be.pool(), DType::f32, {3, H}, "ssd_scan parameters");
+  float* par = params.ptr<float>();
+  for (int64_t h = 0; h < H; ++h) {
+    par[h] = -std::exp(a.A_log.at(h));
+    par[H + h] = a.dt_bias.at(h);
+    par[2 * H + h] = a.D.at(h);
+  }
   if (a.T == 1) {
-    pool.parallel_for(a.H, [&](int64_t b, int64_t e, int) { k.decode(a, b, e); });
+    pool.parallel_for(a.H, [&](int64_t b, int64_t e, int) { k.decode(a, par, b, e); });
     return;
   }
   const int64_t Qe = std::min(a.Q, a.T), row = pad16(Qe);
@@ -187,7 +203,7 @@ void ssd_scan(CpuBackend& be, const SsdScanArgs& a) {
                             "ssd_scan workspace");
   std::fill_n(ws.ptr<float>(), ws.numel(),
               0.0f);  // padded tails are read by whole-vector exp; keep them finite
-  Chunk c{&a, 0, 0, ws.ptr<float>(), row, ws.ptr<float>() + a.G * Qe * row};
+  Chunk c{&a, par, 0, 0, ws.ptr<float>(), row, ws.ptr<float>() + a.G * Qe * row};
   for (int64_t t0 = 0; t0 < a.T; t0 += Qe) {
     c.t0 = t0;
     c.Qc = std::min(Qe, a.T - t0);
@@ -204,27 +220,7 @@ int64_t CpuBackend::ssd_scan_workspace(const SsdScanArgs& a) const {
   return 4 * 3 * a.H + cpu::ssd_scan_kernel_workspace_bytes(a.T, a.H, a.P, a.G, a.N, a.Q, workers());
 }
 
-void CpuBackend::ssd_scan(const SsdScanArgs& in) {
-  if (in.T == 0) return;
-  const int64_t H = in.H;
-  // A = −exp(A_log), dt_bias and D widened to f32 once (the 3·H floats of the workspace).
-  Tensor params = Tensor::empty(pool_, DType::f32, {3, H}, "ssd_scan parameters");
-  float* A = params.ptr<float>();
-  for (int64_t h = 0; h < H; ++h) {
-    A[h] = -std::exp(in.A_log.at(h));
-    A[H + h] = in.dt_bias.at(h);
-    A[2 * H + h] = in.D.at(h);
-  }
-  cpu::SsdScanArgs a;
-  a.T = in.T, a.H = H, a.P = in.P, a.G = in.G, a.N = in.N, a.Q = in.Q;
-  a.x = in.x, a.x_st = in.x_st, a.x_sh = in.x_sh;
-  a.dt = in.dt, a.dt_st = in.dt_st, a.dt_sh = in.dt_sh;
-  a.B = in.B, a.B_st = in.B_st, a.B_sg = in.B_sg;
-  a.C = in.C, a.C_st = in.C_st, a.C_sg = in.C_sg;
-  a.A = A, a.dt_bias = A + H, a.D = A + 2 * H;
-  a.state = in.state;
-  a.y = in.y, a.y_st = in.y_st, a.y_sh = in.y_sh;
-  a.dt_min = in.dt_min, a.dt_max = in.dt_max;
+void CpuBackend::ssd_scan(const SsdScanArgs& a) {
   cpu::ssd_scan(*this, a);
 }
 
