@@ -37,6 +37,7 @@ EngineStats Engine::stats() const {
   std::lock_guard lock(mutex_);
   EngineStats s = last_stats_;
   s.pool = pool_.stats();
+  s.device = pool_.device_name();
   return s;
 }
 

@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <string>
 #include <thread>
 
 #include "engine/scheduler.h"
@@ -14,6 +15,7 @@ namespace keel {
 struct EngineStats {
   SchedulerStats scheduler;
   PoolStats pool;
+  std::string device;  // the pool's device: "cpu", "cuda:0"
   int64_t baseline_bytes = 0;
   size_t waiting = 0;
   size_t running = 0;

@@ -87,6 +87,9 @@ std::string ServerMetrics::render(const EngineStats* engine) const {
   if (!engine) return out;
   const EngineStats& e = *engine;
   const SchedulerStats& s = e.scheduler;
+  metric(out, "keel_pool_device_info", "gauge",
+         "The device whose pool the keel_pool_* figures count (cpu, cuda:N)");
+  sample(out, "keel_pool_device_info", 1, fmt::format("device=\"{}\"", e.device));
   metric(out, "keel_pool_bytes_in_use", "gauge", "Bytes the device pool hands out now (weights included)");
   sample(out, "keel_pool_bytes_in_use", e.pool.in_use);
   metric(out, "keel_pool_bytes_peak", "gauge", "Highest pool bytes in use since the last peak reset");

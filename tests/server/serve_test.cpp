@@ -131,6 +131,7 @@ TEST(Serve, LlamaServerShortFlagsAndTheBundledDefaultModel) {
   ASSERT_TRUE(m);
   EXPECT_EQ(m->status, 200);
   EXPECT_NE(m->body.find("keel_pool_bytes_limit"), std::string::npos);
+  EXPECT_NE(m->body.find("keel_pool_device_info{device=\"cpu\"} 1"), std::string::npos) << m->body;
 }
 
 TEST(ToolCalls, ParrotNonStreaming) {
