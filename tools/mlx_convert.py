@@ -7,7 +7,7 @@ weights, so transformers can compute reference logits for them (the quantized mo
 dequantized weights, `w = scale * q + bias`, and nothing else).
 
   mlx_convert.py quantize   --src HF_DIR --out MLX_DIR --bits 4 --group-size 64 [--override PATH=BITS:GROUP]
-                            [--keep REGEX]
+                            [--keep REGEX] [--recipe mixed_2_6|mixed_3_4|mixed_3_6|mixed_4_6]
   mlx_convert.py dequantize --src MLX_DIR --out HF_DIR
 
 quantize follows mlx-lm (mlx_lm/utils.py `quantize_model`, `save_model`; the model files' `sanitize` and
@@ -18,6 +18,8 @@ MLX's CPU quantizer (tools/mlx_quantize.py), Qwen3.5-MoE routers and shared-expe
 `quantization`), --keep REGEX leaves matching modules in float (written as `false` entries, the form mlx-lm's
 quantize_model records a predicate's refusal in). config.json gets `quantization` and its copy
 `quantization_config`; the weights go to model.safetensors (metadata {"format": "mlx"}) with an index.
+--recipe applies one of mlx-lm's mixed recipes (mlx_lm/convert.py `mixed_quant_predicate_builder`, see
+`mixed_recipe` below) in place of the model's own quant_predicate, as mlx-lm's `quantize_model` does.
 
 dequantize inverts the renaming (experts unstacked, conv1d back to [C, 1, K], Qwen3.5's stored 1 + w norms back
 to w as s − 1, which is exact in float32 for s in [0.5, 2]) and writes every floating tensor as F32.
@@ -218,6 +220,49 @@ def quant_predicate(fam, config, mod):
     return True
 
 
+# mlx_lm/convert.py `mixed_quant_predicate_builder`: recipe -> (low_bits, high_bits)
+RECIPES = {"mixed_2_6": (2, 6), "mixed_3_4": (3, 4), "mixed_3_6": (3, 6), "mixed_4_6": (4, 6)}
+LAYER_PREFIX = {"llama": "model.layers.", "nemotron_h": "backbone.layers.", "qwen3_5": "language_model.model.layers."}
+
+
+def mixed_recipe(recipe, fam, w, group_size):
+    """mlx-lm's mixed recipe as a predicate on module paths (mlx_lm/convert.py `mixed_quant_predicate_builder`,
+    as `convert` calls it after ml-explore/mlx-lm#449, #506 and #809: the group size is convert's resolved
+    q_group_size, each result carries mode "affine").
+
+    The layer index sits at the first all-digit component of the first module path holding "down_proj" (the
+    same position in every path of these families); num_layers is len(model.layers). A module is "more bits"
+    when its layer index is in the first eighth, the last eighth, or every third layer between
+    ((index - n // 8) % 3 == 2); paths without that component count as index 0. v_proj (v_a_proj, v_b_proj)
+    and down_proj of those layers and every lm_head get the high bits, everything else the low bits. Every
+    quantized module gets its own entry (a dict), so --bits only sets the block's top-level bits.
+    """
+    low_bits, high_bits = RECIPES[recipe]
+    down_keys = [k for k in sorted(w) if "down_proj" in k]
+    if not down_keys:
+        sys.exit("mlx_convert: the model has no down_proj module, which mixed recipes need (mlx-lm: "
+                 "\"Model does not have expected keys for mixed quant.\")")
+    for layer_location, k in enumerate(down_keys[0].split(".")):
+        if k.isdigit():
+            break
+    num_layers = len(layer_indices(w, LAYER_PREFIX[fam]))
+
+    def predicate(path):
+        parts = path.split(".")
+        index = int(parts[layer_location]) if len(parts) > layer_location else 0
+        use_more_bits = (index < num_layers // 8 or index >= 7 * num_layers // 8 or
+                         (index - num_layers // 8) % 3 == 2)
+        if ("v_proj" in path or "v_a_proj" in path or "v_b_proj" in path) and use_more_bits:
+            return {"group_size": group_size, "bits": high_bits, "mode": "affine"}
+        if "down_proj" in path and use_more_bits:
+            return {"group_size": group_size, "bits": high_bits, "mode": "affine"}
+        if "lm_head" in path:
+            return {"group_size": group_size, "bits": high_bits, "mode": "affine"}
+        return {"group_size": group_size, "bits": low_bits, "mode": "affine"}
+
+    return predicate
+
+
 def quantize_tensor(t, bits, group_size):
     k = t.shape[-1]
     vals = [mq.f32(v) for v in t.values]
@@ -244,6 +289,9 @@ def cmd_quantize(a):
         bits, gs = spec.split(":")
         overrides[path] = {"group_size": int(gs), "bits": int(bits)}
     keep = re.compile(a.keep) if a.keep else None
+    # mlx_lm/utils.py `quantize_model`: `quant_predicate = quant_predicate or getattr(model, "quant_predicate")`:
+    # a recipe replaces the model's own predicate (the Qwen3.5-MoE 8-bit router and shared-expert gate too).
+    recipe = mixed_recipe(a.recipe, fam, w, a.group_size) if a.recipe else None
     quant = {"group_size": a.group_size, "bits": a.bits, "mode": "affine"}
     out = {}
     n_quantized = 0
@@ -254,7 +302,7 @@ def cmd_quantize(a):
         if mod and quantizable(fam, path, t) and keep and keep.search(mod):
             quant[mod] = False  # a predicate's refusal, as mlx-lm records it (`quantization[path] = False`)
         elif mod and quantizable(fam, path, t):
-            pred = quant_predicate(fam, config, mod)
+            pred = recipe(mod) if recipe else quant_predicate(fam, config, mod)
             if mod in overrides:
                 pred = overrides[mod]
             if pred is not False:
@@ -374,6 +422,7 @@ def main():
     q.add_argument("--group-size", type=int, default=64)
     q.add_argument("--override", action="append", help="MODULE_PATH=BITS:GROUP_SIZE")
     q.add_argument("--keep", help="modules whose path matches stay in float")
+    q.add_argument("--recipe", help="mlx-lm's mixed recipe: " + ", ".join(RECIPES))
     d = sub.add_parser("dequantize")
     d.add_argument("--src", required=True)
     d.add_argument("--out", required=True)
@@ -381,6 +430,8 @@ def main():
     if a.cmd == "quantize":
         if a.bits not in (2, 3, 4, 5, 6, 8) or a.group_size not in (32, 64, 128):
             sys.exit("mlx_convert: bits must be 2, 3, 4, 5, 6 or 8 and the group size 32, 64 or 128")
+        if a.recipe and a.recipe not in RECIPES:
+            sys.exit(f"mlx_convert: unknown recipe {a.recipe} (mlx-lm's: {', '.join(RECIPES)})")
         cmd_quantize(a)
     else:
         cmd_dequantize(a)

@@ -1,4 +1,4 @@
-// keel quantize -m DIR -o OUT --bits B --group-size G [--keep REGEX] [--max-shard-bytes N]: a Hugging Face
+// keel quantize -m DIR -o OUT --bits B --group-size G [--recipe R] [--keep REGEX] [--max-shard-bytes N]: a HF
 // folder (bf16/f16/f32) → an MLX affine-quantized folder laid out as mlx-lm saves one (docs/MLX.md):
 //   - names and layouts after mlx-lm's `sanitize` per model family: llama/qwen3 as they are
 //   (rotary_emb.inv_freq
@@ -12,6 +12,10 @@
 //     weight's dtype; Qwen3.5-MoE routers and shared-expert gates at 8 bits, group 64 (mlx-lm's
 //     quant_predicate, a per-module entry); --keep REGEX (searched in the module path) leaves modules in
 //     float (`false` entries);
+//   - --recipe mixed_2_6 | mixed_3_4 | mixed_3_6 | mixed_4_6: mlx-lm's mixed recipes (mlx_lm/convert.py
+//     `mixed_quant_predicate_builder`, `Recipe` below) in place of the model's own predicate, as mlx-lm's
+//     quantize_model does (`quant_predicate or getattr(model, "quant_predicate")`): every quantized module
+//     gets an entry {group_size, bits, mode: affine}, and --bits is only the block's top-level bits;
 //   - config.json + "quantization" {group_size, bits, mode: affine, entries} and its copy
 //     "quantization_config"; shards of at most --max-shard-bytes (default 5 GiB, mlx-lm's) named
 //     model.safetensors or model-0000i-of-0000N.safetensors with metadata {"format": "mlx"}, and
@@ -28,6 +32,7 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <regex>
 #include <string>
 #include <vector>
@@ -47,7 +52,7 @@ namespace keel::cli {
 namespace {
 
 struct QuantizeArgs {
-  std::string dir, out, keep;
+  std::string dir, out, keep, recipe;
   int bits = 4, group_size = 64;
   int64_t max_shard_bytes = int64_t{5} << 30;
 };
@@ -130,6 +135,71 @@ bool ends_with_any(const std::string& s, std::initializer_list<const char*> suff
     if (s.ends_with(x)) return true;
   return false;
 }
+
+// mlx-lm's mixed recipes (mlx_lm/convert.py `mixed_quant_predicate_builder`, as `convert` calls it after
+// ml-explore/mlx-lm#449, #506 and #809): low and high bits; the group size is --group-size.
+struct RecipeBits {
+  const char* name;
+  int low, high;
+};
+constexpr RecipeBits kRecipes[] = {
+    {"mixed_2_6", 2, 6}, {"mixed_3_4", 3, 4}, {"mixed_3_6", 3, 6}, {"mixed_4_6", 4, 6}};
+
+std::string recipe_names() {
+  std::string s;
+  for (const RecipeBits& r : kRecipes) s.append(s.empty() ? "" : ", ").append(r.name);
+  return s;
+}
+
+const RecipeBits& find_recipe(const std::string& name) {
+  for (const RecipeBits& r : kRecipes)
+    if (name == r.name) return r;
+  throw_error(ErrorCode::invalid_argument, "quantize: unknown --recipe \"{}\" (mlx-lm's recipes: {})",
+              name.substr(0, 60), recipe_names());
+}
+
+std::vector<std::string> split_dots(const std::string& s) {
+  std::vector<std::string> parts;
+  size_t b = 0;
+  for (size_t e; (e = s.find('.', b)) != std::string::npos; b = e + 1) parts.push_back(s.substr(b, e - b));
+  parts.push_back(s.substr(b));
+  return parts;
+}
+
+bool all_digits(const std::string& s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// `mixed_quant_predicate`: the layer index is the path's component at `location` (the first all-digit
+// component of the first module path holding "down_proj"; 0 when the path is shorter), n = len(model.layers).
+// v_proj / v_a_proj / v_b_proj and down_proj of the layers in the first eighth, the last eighth and every
+// third between ((index − n/8) mod 3 = 2, Python's non-negative mod), and every lm_head, take the high bits;
+// every other module the low bits.
+struct Recipe {
+  RecipeBits bits;
+  int group_size = 64;
+  size_t location = 0;
+  int64_t num_layers = 0;
+
+  QuantParams operator()(const std::string& path) const {
+    const std::vector<std::string> parts = split_dots(path);
+    int64_t index = 0;
+    if (parts.size() > location) {
+      if (!all_digits(parts[location]))
+        throw_error(ErrorCode::unsupported,
+                    "quantize: --recipe {}: {} has no layer index at component {} (mlx-lm's int() fails too)",
+                    bits.name, path, location);
+      index = std::stoll(parts[location]);
+    }
+    const int64_t n = num_layers, d = index - n / 8;
+    const bool more = index < n / 8 || index >= 7 * n / 8 || ((d % 3) + 3) % 3 == 2;
+    const auto has = [&](const char* x) { return path.find(x) != std::string::npos; };
+    if ((has("v_proj") || has("v_a_proj") || has("v_b_proj")) && more) return {bits.high, group_size};
+    if (has("down_proj") && more) return {bits.high, group_size};
+    if (has("lm_head")) return {bits.high, group_size};
+    return {bits.low, group_size};
+  }
+};
 
 class Quantizer {
  public:
@@ -235,8 +305,31 @@ class Quantizer {
     return true;
   }
 
+  // The recipe's layer-index position and layer count, from the module paths (sources_ is sorted; in every
+  // family here the index sits at the same component of every down_proj path, so the first is any).
+  void make_recipe() {
+    Recipe r{find_recipe(a_.recipe), a_.group_size, 0, cfg_.num_layers()};
+    auto it = std::find_if(sources_.begin(), sources_.end(),
+                           [](const auto& kv) { return kv.first.find("down_proj") != std::string::npos; });
+    if (it == sources_.end())
+      throw_error(ErrorCode::unsupported,
+                  "quantize: --recipe {} needs down_proj modules and {} has none (mlx-lm: \"Model does not "
+                  "have expected keys for mixed quant.\")",
+                  a_.recipe, a_.dir);
+    const std::vector<std::string> parts = split_dots(it->first);
+    // Python's `for layer_location, k in enumerate(...): if k.isdigit(): break` (the last index if none is).
+    r.location = parts.size() - 1;
+    for (size_t i = 0; i < parts.size(); ++i)
+      if (all_digits(parts[i])) {
+        r.location = i;
+        break;
+      }
+    recipe_ = r;
+  }
+
   void plan() {
     quant_ = nlohmann::json{{"group_size", a_.group_size}, {"bits", a_.bits}, {"mode", "affine"}};
+    if (!a_.recipe.empty()) make_recipe();
     const std::regex keep(a_.keep.empty() ? std::string("$^") : a_.keep);
     for (auto& [name, s] : sources_) {
       const Tensor& t0 = s.parts[0];
@@ -251,13 +344,22 @@ class Quantizer {
         if (!a_.keep.empty() && std::regex_search(mod, keep)) {
           quant_[mod] = false;
         } else {
-          const bool predicate = family_ == Family::qwen3_5 && cfg_.moe.num_experts > 0 &&
-                                 (mod.ends_with("mlp.gate") || mod.ends_with("shared_expert_gate"));
-          p = predicate ? QuantParams{8, 64} : QuantParams{a_.bits, a_.group_size};
+          // The recipe replaces the model's own predicate (mlx_lm/utils.py quantize_model).
+          nlohmann::json entry;
+          if (recipe_) {
+            p = (*recipe_)(mod);
+            entry = {{"group_size", p.group_size}, {"bits", p.bits}, {"mode", "affine"}};
+          } else if (family_ == Family::qwen3_5 && cfg_.moe.num_experts > 0 &&
+                     (mod.ends_with("mlp.gate") || mod.ends_with("shared_expert_gate"))) {
+            p = {8, 64};
+            entry = {{"group_size", p.group_size}, {"bits", p.bits}};
+          } else {
+            p = {a_.bits, a_.group_size};
+          }
           if (shape.back() % p.group_size != 0) {
             p = {0, 0};
-          } else if (predicate) {
-            quant_[mod] = {{"group_size", p.group_size}, {"bits", p.bits}};
+          } else if (!entry.is_null()) {
+            quant_[mod] = entry;
           }
         }
       }
@@ -400,9 +502,15 @@ class Quantizer {
       std::filesystem::copy_file(entry.path(), std::filesystem::path(a_.out) / fname,
                                  std::filesystem::copy_options::overwrite_existing);
     }
-    fmt::print("keel quantize: {} modules at {}-bit (group {}), {} tensors in {} shard{}, {} -> {}\n",
-               params_.size(), a_.bits, a_.group_size, out_.size(), shards.size(),
-               shards.size() == 1 ? "" : "s", format_bytes(total), a_.out);
+    std::map<int, int> at_bits;  // bits → modules
+    for (const auto& [mod, p] : params_) ++at_bits[p.bits];
+    std::string widths;
+    for (const auto& [b, n] : at_bits)
+      widths.append(widths.empty() ? "" : ", ").append(fmt::format("{} at {}-bit", n, b));
+    fmt::print("keel quantize: {} modules{} ({}; group {}), {} tensors in {} shard{}, {} -> {}\n",
+               params_.size(), a_.recipe.empty() ? "" : " by " + a_.recipe, widths.empty() ? "none" : widths,
+               a_.group_size, out_.size(), shards.size(), shards.size() == 1 ? "" : "s", format_bytes(total),
+               a_.out);
   }
 
   const QuantizeArgs& a_;
@@ -410,6 +518,7 @@ class Quantizer {
   nlohmann::json config_, quant_;
   ModelConfig cfg_;
   Family family_ = Family::llama;
+  std::optional<Recipe> recipe_;
   std::map<std::string, Source> sources_;         // MLX name → source
   std::vector<OutTensor> out_;                    // sorted by name
   std::map<std::string, QuantParams> params_;     // quantized module → its width
@@ -425,14 +534,26 @@ void add_quantize_command(CLI::App& app) {
   auto a = std::make_shared<QuantizeArgs>();
   cmd->add_option("-m,--model", a->dir, "Hugging Face model folder (bf16, f16 or f32)")->required();
   cmd->add_option("-o,--out", a->out, "Folder to write")->required();
-  cmd->add_option("--bits", a->bits, "Bits per weight (2, 3, 4, 5, 6, 8; default 4)")
+  cmd->add_option(
+         "--bits", a->bits,
+         "Bits per weight (2, 3, 4, 5, 6, 8; default 4); with --recipe only the config's top-level bits, "
+         "as in mlx-lm")
       ->check(CLI::IsMember({2, 3, 4, 5, 6, 8}));
   cmd->add_option("--group-size", a->group_size, "Weights per scale and bias (32, 64, 128; default 64)")
       ->check(CLI::IsMember({32, 64, 128}));
+  cmd->add_option(
+      "--recipe", a->recipe,
+      "mlx-lm's mixed recipe: mixed_2_6, mixed_3_4, mixed_3_6 or mixed_4_6 (low_high bits; "
+      "mlx_lm/convert.py mixed_quant_predicate_builder): v_proj and down_proj of the first and last "
+      "eighths of the layers and of every third layer between, and lm_head, at the high bits, every "
+      "other module at the low bits, all at --group-size, each a per-module config entry. It "
+      "replaces the model's own predicate (so the Qwen3.5-MoE router and shared-expert gate are not "
+      "8-bit) and --bits only sets the top-level bits, both as mlx-lm does");
   cmd->add_option("--keep", a->keep, "Modules whose path matches this regex stay in float");
   cmd->add_option("--max-shard-bytes", a->max_shard_bytes, "Largest shard (default 5 GiB, mlx-lm's)")
       ->check(CLI::PositiveNumber);
   cmd->callback([a] {
+    if (!a->recipe.empty()) find_recipe(a->recipe);  // an unknown name fails before anything is read
     if (std::filesystem::exists(std::filesystem::path(a->out) / "config.json"))
       throw_error(ErrorCode::invalid_argument, "quantize: {} already holds a model; pick an empty folder",
                   a->out);

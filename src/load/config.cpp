@@ -39,8 +39,14 @@ const std::optional<QuantParams>* QuantizationConfig::find(std::string_view modu
 }
 
 void QuantizationConfig::rename_prefix(std::string_view from, std::string_view to) {
+  // An entry names a module, not a tensor: with from = "language_model.lm_head." the entry is
+  // "language_model.lm_head" (mlx-lm's mixed recipes write one), renamed to `to` without its dot.
+  const bool dotted = from.ends_with('.') && to.ends_with('.');
   for (auto& entry : modules)
-    if (entry.first.starts_with(from)) entry.first = std::string(to) + entry.first.substr(from.size());
+    if (entry.first.starts_with(from))
+      entry.first = std::string(to) + entry.first.substr(from.size());
+    else if (dotted && entry.first == from.substr(0, from.size() - 1))
+      entry.first = std::string(to.substr(0, to.size() - 1));
 }
 
 namespace {

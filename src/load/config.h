@@ -120,7 +120,8 @@ struct QuantizationConfig {
   std::vector<std::pair<std::string, std::optional<QuantParams>>> modules;  // sorted by path
   // The entry for `module`: nullptr when none; else its value (nullopt: `false`).
   const std::optional<QuantParams>* find(std::string_view module) const;
-  // Renames entries whose path starts with `from` (as WeightStore::rename_prefix renames the tensors).
+  // Renames entries whose path starts with `from` (as WeightStore::rename_prefix renames the tensors), and,
+  // when both end in '.', the entry that is `from` without its dot (the module itself: `x.lm_head`).
   void rename_prefix(std::string_view from, std::string_view to);
 };
 

@@ -492,6 +492,14 @@ TEST(Config, MlxQuantizationBlock) {
   r.rename_prefix("model.layers.0.", "model.layers.9.");
   EXPECT_NE(r.find("model.layers.9.mlp.gate"), nullptr);
   EXPECT_EQ(r.find("model.layers.0.mlp.gate"), nullptr);
+  // An entry naming the prefix's module itself (mlx-lm's recipes write "language_model.lm_head").
+  QuantizationConfig h;
+  h.modules = {{"language_model.lm_head", QuantParams{6, 64}},
+               {"language_model.lm_headx", QuantParams{3, 64}}};
+  h.rename_prefix("language_model.lm_head.", "lm_head.");
+  ASSERT_NE(h.find("lm_head"), nullptr);
+  EXPECT_EQ((*h.find("lm_head"))->bits, 6);
+  EXPECT_NE(h.find("language_model.lm_headx"), nullptr);  // a path that only starts with the name is not it
 }
 
 TEST(Config, MlxQuantizationErrorsNameTheModeOrField) {
