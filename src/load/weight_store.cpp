@@ -198,6 +198,13 @@ int64_t WeightStore::rename_prefix(std::string_view from, std::string_view to) {
   }
   for (const std::string& name : matching) by_name_.erase(name);
   for (auto& [name, info] : renamed) by_name_.emplace(name, info);
+  // A tensor already placed keeps its copy under the new name (it would otherwise be placed twice).
+  for (const std::string& name : matching) {
+    auto it = placed_.find(name);
+    if (it == placed_.end()) continue;
+    placed_.emplace(std::string(to) + name.substr(from.size()), std::move(it->second));
+    placed_.erase(it);
+  }
   return static_cast<int64_t>(matching.size());
 }
 

@@ -41,7 +41,7 @@ bool stores_mlx_layout(const WeightStore& store) {
   bool any_conv = false;
   for (const std::string& n : store.names()) {
     if (n.find("conv1d.weight") == std::string::npos) continue;
-    const Tensor t = store.get(n);
+    const Tensor t = store.mapped(n);  // the shape only: a device placement waits for the renames below
     if (t.ndim() == 3 && t.dim(-1) != 1) return false;
     any_conv = true;
   }

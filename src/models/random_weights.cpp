@@ -186,6 +186,7 @@ LoadedModel random_weights_model(const ModelConfig& config, DType dtype, Backend
       }));
   try {
     m.model = make(m.config, *m.weights, be);
+    own_threads->reset();  // the load's own fill threads (a device's) end with it
   } catch (const Error& e) {
     if (std::string_view(e.what()).find(label) != std::string_view::npos) throw;
     // The pool's refusal names bytes and the limit; say what ran out (the system may refuse below the limit).

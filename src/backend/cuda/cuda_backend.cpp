@@ -22,23 +22,25 @@ CudaBackend::CudaBackend(MemoryPool& pool, int index)
   cudaStream_t s = nullptr;
   cuda::check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
   stream_ = s;
-  cublasHandle_t h = nullptr;
-  const cublasStatus_t st = cuda::cublas().create(&h);
-  if (st != CUBLAS_STATUS_SUCCESS) {
+  try {  // a constructor that throws runs no destructor: release what was made so far
+    cublasHandle_t h = nullptr;
+    check_cublas(cuda::cublas().create(&h), "cublasCreate");
+    cublas_ = h;
+    check_cublas(cuda::cublas().set_stream(h, s), "cublasSetStream");
+    // Results must not depend on what else runs: no atomics-based split-K reductions.
+    check_cublas(cuda::cublas().set_atomics_mode(h, CUBLAS_ATOMICS_NOT_ALLOWED), "cublasSetAtomicsMode");
+    // No TF32 for f32 GEMMs.
+    check_cublas(cuda::cublas().set_math_mode(h, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
+    // 32 MiB: what cuBLAS itself takes on sm_90 (4 MiB before); from the pool, so it is counted.
+    const int64_t ws = info_.major >= 9 ? int64_t{32} << 20 : int64_t{4} << 20;
+    cublas_workspace_ = pool_.allocate(ws, "cuBLAS workspace");
+    check_cublas(cuda::cublas().set_workspace(h, cublas_workspace_.data(), static_cast<size_t>(ws)),
+                 "cublasSetWorkspace");
+  } catch (...) {
+    if (cublas_) cuda::cublas().destroy(cublas_);
     cudaStreamDestroy(s);
-    check_cublas(st, "cublasCreate");
+    throw;
   }
-  cublas_ = h;
-  check_cublas(cuda::cublas().set_stream(h, s), "cublasSetStream");
-  // Results must not depend on what else runs: no atomics-based split-K reductions.
-  check_cublas(cuda::cublas().set_atomics_mode(h, CUBLAS_ATOMICS_NOT_ALLOWED), "cublasSetAtomicsMode");
-  check_cublas(cuda::cublas().set_math_mode(h, CUBLAS_DEFAULT_MATH),
-               "cublasSetMathMode");  // no TF32 for f32 GEMMs
-  // 32 MiB: what cuBLAS itself takes on sm_90 (4 MiB before); from the pool, so it is counted.
-  const int64_t ws = info_.major >= 9 ? int64_t{32} << 20 : int64_t{4} << 20;
-  cublas_workspace_ = pool_.allocate(ws, "cuBLAS workspace");
-  check_cublas(cuda::cublas().set_workspace(h, cublas_workspace_.data(), static_cast<size_t>(ws)),
-               "cublasSetWorkspace");
 }
 
 CudaBackend::~CudaBackend() {

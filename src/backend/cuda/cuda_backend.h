@@ -7,8 +7,8 @@
 // float64 reference (src/ops/reference/) it is tested against.
 //
 // Precision (docs/CUDA.md): activations f32 as on the CPU; recurrent states f32; every reduction in f32
-// or wider; matmul with bf16 weights multiplies x split into two bf16 parts (hi + lo, ~16 significant bits)
-// on the tensor cores with f32 accumulation.
+// or wider; matmul with bf16 weights multiplies x split into three bf16 parts (hi + mid + lo: x's 24
+// significant bits) on the tensor cores with f32 accumulation.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -46,7 +46,7 @@ class CudaBackend final : public Backend {
   void fill_zero(Tensor& dst) override;
   // Waits for the stream; an error from any kernel queued since the last call is thrown here as
   // Error(internal) naming it (cuda::check), after which the context is usable again unless the error was a
-  // sticky one (then the message says the device must be reset, and every later call fails the same way).
+  // sticky one (then the message says so: every later call fails the same way until keel restarts).
   void synchronize() override;
 
   // ---- kernels: one family per file (backend/cuda/<family>.cu). Each method first calls enter() (the

@@ -10,8 +10,12 @@ void check(int status, const char* what) {
   const auto err = static_cast<cudaError_t>(status);
   if (err == cudaSuccess) return;
   cudaGetLastError();  // clears the error where the runtime lets it be cleared (not the sticky ones)
-  throw_error(ErrorCode::internal, "CUDA error in {}: {} ({})", what, cudaGetErrorName(err),
-              cudaGetErrorString(err));
+  // A sticky error (an illegal address, a kernel fault) stays: the context is unusable from now on.
+  const bool sticky = cudaGetLastError() != cudaSuccess;
+  throw_error(
+      ErrorCode::internal, "CUDA error in {}: {} ({}){}", what, cudaGetErrorName(err),
+      cudaGetErrorString(err),
+      sticky ? "; the error is sticky: this process's CUDA context stays unusable, restart keel" : "");
 }
 
 int device_count(std::string* why) {

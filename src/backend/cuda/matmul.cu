@@ -14,6 +14,9 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <limits>
+
 #include "backend/cuda/cublas_api.h"
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/device_util.cuh"
@@ -129,8 +132,14 @@ __global__ void split_bf16_kernel(const MatmulArgs a, __nv_bfloat16* parts, int6
   }
 }
 
+bool int_sized(const MatmulArgs& a) {
+  const int64_t elem = static_cast<int64_t>(dtype_info(a.w_dtype).block_bytes);
+  return std::max({a.T, a.in, a.out, a.x_row_bytes / 4, a.y_row_bytes / 4, a.w_row_bytes / elem}) <=
+         std::numeric_limits<int>::max();
+}
+
 bool uses_split_bf16(const MatmulArgs& a) {
-  return a.T > kGemvRows && a.w_dtype == DType::bf16 && a.w_bits == 0;
+  return a.T > kGemvRows && a.w_dtype == DType::bf16 && a.w_bits == 0 && int_sized(a);
 }
 
 unsigned blocks_for(int64_t n, int threads) {
@@ -168,7 +177,9 @@ void CudaBackend::matmul(const MatmulArgs& a) {
     cuda::check(cudaGetLastError(), "matmul (gemv) launch");
     return;
   }
-  if (a.w_dtype == DType::f16 || a.w_bits > 0) {
+  // cuBLAS takes int sizes and leading dimensions: beyond them (row strides past 2^31 elements) the tiled
+  // kernel, whose offsets are int64, does the product.
+  if (a.w_dtype == DType::f16 || a.w_bits > 0 || !int_sized(a)) {
     for (int64_t t0 = 0; t0 < a.T; t0 += int64_t{65535} * kTile) {
       const int64_t n = a.T - t0 < int64_t{65535} * kTile ? a.T - t0 : int64_t{65535} * kTile;
       const dim3 grid(static_cast<unsigned>((a.out + kTile - 1) / kTile),
