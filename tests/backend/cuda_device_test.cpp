@@ -11,15 +11,10 @@
 
 #include "core/error.h"
 #include "core/pool.h"
+#include "require_gpu.h"
 
 namespace keel {
 namespace {
-
-#define REQUIRE_GPU()                                                             \
-  do {                                                                            \
-    std::string why;                                                              \
-    if (cuda::device_count(&why) == 0) GTEST_SKIP() << "no CUDA device: " << why; \
-  } while (0)
 
 TEST(CudaDevice, NamesTheDevicesThatExistWhenAskedForOneThatDoesNot) {
   std::string why;

@@ -13,15 +13,10 @@
 #include "../engine/memory_test_util.h"
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_device.h"
+#include "require_gpu.h"
 
 namespace keel::testing {
 namespace {
-
-#define REQUIRE_GPU()                                                             \
-  do {                                                                            \
-    std::string why;                                                              \
-    if (cuda::device_count(&why) == 0) GTEST_SKIP() << "no CUDA device: " << why; \
-  } while (0)
 
 struct CudaModel {
   static constexpr int64_t kBytes = int64_t{4} << 30;

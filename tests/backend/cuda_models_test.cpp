@@ -10,15 +10,10 @@
 
 #include "../models/model_test_util.h"
 #include "backend/cuda/cuda_device.h"
+#include "require_gpu.h"
 
 namespace keel::testing {
 namespace {
-
-#define REQUIRE_GPU()                                                             \
-  do {                                                                            \
-    std::string why;                                                              \
-    if (cuda::device_count(&why) == 0) GTEST_SKIP() << "no CUDA device: " << why; \
-  } while (0)
 
 struct Fixture {
   const char* name;

@@ -3,32 +3,15 @@
 #include <cmath>
 #include <cstring>
 
+#include "backend/topk.h"
 #include "core/tensor.h"
 
 namespace keel::cpu {
 
 namespace {
 
-struct Pick {
-  float score;
-  int32_t index;
-};
-
-// Descending score; equal scores rank the lower index first. NaN never ranks above anything.
-inline bool ranks_above(float score, int32_t index, const Pick& p) {
-  return score > p.score || (score == p.score && index < p.index);
-}
-
-// Keeps list[0, n) the best ≤ k picks seen so far, best first.
-inline void offer(Pick* list, int64_t& n, int64_t k, float score, int32_t index) {
-  if (n == k && !ranks_above(score, index, list[n - 1])) return;
-  int64_t pos = n < k ? n++ : k - 1;
-  while (pos > 0 && ranks_above(score, index, list[pos - 1])) {
-    list[pos] = list[pos - 1];
-    --pos;
-  }
-  list[pos] = {score, index};
-}
+using topk::offer;
+using topk::Pick;
 
 inline float sigmoid(float x) {
   return 1.0f / (1.0f + std::exp(-x));

@@ -6,30 +6,14 @@
 
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/device_util.cuh"
+#include "backend/topk.h"
 
 namespace keel {
 
 namespace {
 
-struct Pick {
-  float score;
-  int32_t index;
-};
-
-__device__ inline bool ranks_above(float score, int32_t index, const Pick& p) {
-  return score > p.score || (score == p.score && index < p.index);
-}
-
-// Keeps list[0, n) the best ≤ k picks seen so far, best first.
-__device__ inline void offer(Pick* list, int64_t& n, int64_t k, float score, int32_t index) {
-  if (n == k && !ranks_above(score, index, list[n - 1])) return;
-  int64_t pos = n < k ? n++ : k - 1;
-  while (pos > 0 && ranks_above(score, index, list[pos - 1])) {
-    list[pos] = list[pos - 1];
-    --pos;
-  }
-  list[pos] = {score, index};
-}
+using topk::offer;
+using topk::Pick;
 
 // softmax_topk: rank by logit (softmax is monotonic), weights exp(l − max) / Σ over the picks.
 __device__ void route_softmax(const MoeRouteArgs& a, const float* l, int32_t* idx, float* w) {
