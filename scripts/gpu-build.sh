@@ -11,4 +11,8 @@ FLAGS=$(bash scripts/gpu-deps.sh unpack | tail -n 1)
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKEEL_BENCH=OFF -DKEEL_WERROR=OFF $FLAGS "$@"
 cmake --build "$BUILD" -j "$(nproc)" -- -k 0
 # Node client tests and the clang fuzzers need tools the GPU machine does not have.
-ctest --test-dir "$BUILD" --output-on-failure -j "$(nproc)" -LE 'fuzz|node'
+status=0
+ctest --test-dir "$BUILD" --output-on-failure -j "$(nproc)" -LE 'fuzz|node' || status=1
+# The in-process server tests once more with their engine on the GPU (tests/server/server_harness.h).
+KEEL_TEST_DEVICE=cuda ctest --test-dir "$BUILD" --output-on-failure -j 4 -L server -LE 'fuzz|node' || status=1
+exit $status

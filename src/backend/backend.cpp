@@ -103,8 +103,20 @@ void Backend::moe_route(const MoeRouteArgs&) {
 int64_t Backend::moe_route_workspace(const MoeRouteArgs&) const {
   no_kernel("moe_route");
 }
-void Backend::move_rows(const MoveRowsArgs&) {
-  no_kernel("moe gather/scatter");
+void Backend::moe_group(const MoeGroupArgs&) {
+  no_kernel("moe_group");
+}
+void Backend::grouped_matmul(const GroupedMatmulArgs&) {
+  no_kernel("grouped_matmul");
+}
+int64_t Backend::grouped_matmul_workspace(const GroupedMatmulArgs&) const {
+  no_kernel("grouped_matmul");
+}
+void Backend::moe_combine(const MoeCombineArgs&) {
+  no_kernel("moe_combine");
+}
+void Backend::scale_rows(const ScaleRowsArgs&) {
+  no_kernel("scale_rows");
 }
 void Backend::argmax(const ArgmaxArgs&) {
   no_kernel("argmax");

@@ -100,7 +100,11 @@ class Backend {
   virtual int64_t attention_workspace(const AttentionArgs& a) const;
   virtual void moe_route(const MoeRouteArgs& a);
   virtual int64_t moe_route_workspace(const MoeRouteArgs& a) const;
-  virtual void move_rows(const MoveRowsArgs& a);
+  virtual void moe_group(const MoeGroupArgs& a);
+  virtual void grouped_matmul(const GroupedMatmulArgs& a);
+  virtual int64_t grouped_matmul_workspace(const GroupedMatmulArgs& a) const;
+  virtual void moe_combine(const MoeCombineArgs& a);
+  virtual void scale_rows(const ScaleRowsArgs& a);
   virtual void argmax(const ArgmaxArgs& a);
 
  protected:

@@ -261,17 +261,55 @@ struct MoeRouteArgs {
   float* weights = nullptr;    // [T, top_k] contiguous
 };
 
-// dst row r = src row rows[r] (gather), or dst row rows[r] += scale[r] · src row r (scatter_add, rows[]
-// distinct), or dst row r *= scale[r] (scale: rows null), for r < n; rows of `width` floats, strides in
-// floats. rows and scale are in the backend's memory (pool tensors: ops/moe groups the tokens on the host
-// and uploads them).
-enum class RowsOp { gather, scatter_add, scale };
-struct MoveRowsArgs {
-  RowsOp op = RowsOp::gather;
-  const float* src = nullptr;
-  int64_t src_st = 0;
-  const int32_t* rows = nullptr;  // [n]
-  const float* scale = nullptr;
+constexpr int64_t kMoeMaxExperts = 512;  // experts per layer above this are refused by the op
+
+// The routing's (token, slot) pairs p = t·k + j grouped by expert, every array in the backend's memory:
+// the R = T·k grouped rows hold expert 0's pairs, then expert 1's, …, each expert's in ascending token order
+// (a stable counting sort). offsets[e] = expert e's first grouped row (offsets[E] = the pairs kept),
+// token[i] = the token of grouped row i, position[p] = the grouped row of pair p. An index outside [0, E)
+// (the op refuses those where the host can read them) is dropped: its position is −1, and it is in no group.
+struct MoeGroupArgs {
+  const int32_t* indices = nullptr;  // [T, k] contiguous
+  int64_t T = 0, k = 0, E = 0;
+  int32_t* offsets = nullptr;   // [E + 1]
+  int32_t* token = nullptr;     // [T·k] (entries past offsets[E] are not written)
+  int32_t* position = nullptr;  // [T·k]
+};
+
+// One matmul per expert over its grouped rows, one call for all experts: for each e, y rows [offsets[e],
+// offsets[e+1]) = x rows · W_eᵀ, where grouped row i reads x row x_rows[i] (x_rows null: row i). `m` holds
+// what every expert shares — x, y and their row bytes, in, out and the weights' format (w_row_bytes,
+// w_dtype, bits, group size, scale dtype and row bytes; its w, w_scales, w_biases and bias are not read) —
+// and m.T = the grouped rows R. w / w_scales / w_biases are HOST arrays of E pointers into the backend's
+// memory (scales and biases only when packed); offsets and x_rows are in the backend's memory. An expert
+// holds at most `tokens` rows (each token chooses an expert once): the workspace is sized by it.
+struct GroupedMatmulArgs {
+  MatmulArgs m;
+  const char* const* w = nullptr;         // [E] expert e's [out, in] rows
+  const char* const* w_scales = nullptr;  // [E] packed only
+  const char* const* w_biases = nullptr;  // [E] packed only
+  const int32_t* offsets = nullptr;       // [E + 1] (MoeGroupArgs::offsets)
+  const int32_t* x_rows = nullptr;        // [R] or null (MoeGroupArgs::token)
+  int64_t E = 0, tokens = 0;
+};
+
+// out[t] += Σ_j weights[t, j] · y[position[t·k + j]] for t < T, the slots taken in ascending grouped row
+// (= ascending expert: the order ops/moe.h promises), each term rounded before it is added; a slot whose
+// position is −1 adds nothing. Strides in floats.
+struct MoeCombineArgs {
+  const float* y = nullptr;  // [R, H]
+  int64_t y_st = 0;
+  const int32_t* position = nullptr;  // [T, k] (MoeGroupArgs::position)
+  const float* weights = nullptr;     // [T, k] routing weights
+  int64_t T = 0, k = 0, H = 0;
+  float* out = nullptr;  // [T, H]
+  int64_t out_st = 0;
+};
+
+// dst row r *= scale[r] for r < n (rows of `width` floats, stride in floats; scale in the backend's memory):
+// the shared expert's sigmoid gate.
+struct ScaleRowsArgs {
+  const float* scale = nullptr;  // [n]
   int64_t n = 0, width = 0;
   float* dst = nullptr;
   int64_t dst_st = 0;

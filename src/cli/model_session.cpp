@@ -176,6 +176,23 @@ Compute make_compute(const std::string& device, const std::string& limit_flag, i
 #endif
 }
 
+bool device_context_lost(const std::string& device) {
+#ifdef KEEL_HAVE_CUDA
+  return cuda_index(device).has_value() && cuda::context_lost();
+#else
+  (void)device;
+  return false;
+#endif
+}
+
+void reset_device_context(const std::string& device) {
+#ifdef KEEL_HAVE_CUDA
+  if (const std::optional<int> gpu = cuda_index(device)) cuda::reset_lost_context(*gpu);
+#else
+  (void)device;
+#endif
+}
+
 ModelSession open_session(const SessionOptions& o, bool need_tokenizer) {
   ModelSession s;
   s.dir = o.dir.empty() ? default_model_dir() : o.dir;

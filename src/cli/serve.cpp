@@ -163,6 +163,99 @@ int64_t check_fits(Model& model, MemoryPool& pool, int64_t ctx) {
   return lo;
 }
 
+// What serving one loaded model takes: the session (pool, backend, weights, tokenizer), the chat template,
+// the engine and the context the HTTP handlers read. Built at start-up and again after a lost CUDA context;
+// members are destroyed in reverse order (the engine before the model it runs).
+struct Serving {
+  ModelSession session;
+  std::optional<chat::ChatTemplate> chat_template;
+  std::unique_ptr<Engine> engine;
+  server::ModelContext model;
+
+  Serving(const ServeFlags& f, const std::string& dir, int64_t request_budget,
+          server::RequestMemory& request_memory, const GenerationDefaults& defaults) {
+    try {
+      session = open_session(
+          SessionOptions{dir, f.device, f.threads, f.check_tensors, f.memory_limit, request_budget},
+          /*need_tokenizer=*/true);
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::out_of_memory) throw;
+      throw_error(ErrorCode::out_of_memory,
+                  "the model's weights do not fit the memory limit ({}); raise --memory-limit", e.what());
+    }
+    MemoryPool& pool = *session.pool;
+    Backend& backend = *session.be;
+    models::LoadedModel& loaded = session.loaded;
+    tokenizer::Tokenizer& tokenizer = *session.tok;
+
+    try {
+      chat_template.emplace(chat::ChatTemplate::from_model_dir(dir, f.chat_template));
+    } catch (const Error& e) {
+      if (!f.chat_template.empty()) throw;
+      spdlog::warn("no chat template ({}): /v1/chat/completions will answer 400; /v1/completions works",
+                   e.what());
+    }
+
+    int64_t ctx = f.ctx_size;
+    if (int64_t limit = loaded.model->context_limit(); limit > 0 && ctx > limit) {
+      spdlog::warn("--ctx-size {} is larger than the model's context ({}); using {}", ctx, limit, limit);
+      ctx = limit;
+    }
+    int64_t usable = check_fits(*loaded.model, pool, ctx);
+
+    std::vector<int32_t> eos =
+        loaded.config.eos_token_ids.empty()
+            ? std::vector<int32_t>{}
+            : std::vector<int32_t>(loaded.config.eos_token_ids.begin(), loaded.config.eos_token_ids.end());
+    for (int32_t id : defaults.eos) eos.push_back(id);
+    if (auto id = tokenizer.eos_id()) eos.push_back(*id);
+    std::sort(eos.begin(), eos.end());
+    eos.erase(std::unique(eos.begin(), eos.end()), eos.end());
+
+    SchedulerConfig sc;
+    sc.n_slots = f.parallel;
+    sc.ctx_size = ctx;
+    sc.prefill_chunk_size = f.prefill_chunk_size;
+    if (f.no_prompt_cache) sc.prompt_cache_entries = 0;
+    engine = std::make_unique<Engine>(*loaded.model, pool, sc);
+
+    model.engine = engine.get();
+    model.tokenizer = &tokenizer;
+    model.chat_template = chat_template ? &*chat_template : nullptr;
+    model.output_format = chat::detect_output_format(chat_template_source(dir, f.chat_template));
+    model.model_id = f.alias.empty() ? fs::path(dir).lexically_normal().filename().string() : f.alias;
+    if (model.model_id.empty())
+      model.model_id = fs::path(dir).lexically_normal().parent_path().filename().string();
+    model.context_tokens = usable;
+    model.eos_tokens = eos;
+    model.make_chooser = chooser_factory(session.host_backend(), defaults.params);
+    model.message_checkpoints = keeps_prompt_checkpoints(*loaded.model, sc);
+    model.request_memory = &request_memory;
+    spdlog::info(
+        "serving {} as '{}': {} ({}), context {} tokens x {} sequences, memory limit {} ({} loaded) + {} for "
+        "requests (bodies up to {}), tools {}, prompt cache {}",
+        dir, model.model_id, loaded.config.model_type, backend.name(), ctx, f.parallel,
+        format_bytes(pool.limit()), format_bytes(pool.in_use()), format_bytes(request_budget),
+        format_bytes(server::RequestMemory::max_body_for(request_budget)),
+        chat::tool_syntax_name(model.output_format.tools), f.no_prompt_cache ? "off" : "on");
+  }
+};
+
+// Waits for SIGINT/SIGTERM (returns the signal) or, on a GPU, for its CUDA context to be lost (returns 0).
+int wait_for_stop(const sigset_t& signals, const std::string& device) {
+  for (;;) {
+    if (device == "cpu") {
+      int sig = 0;
+      sigwait(&signals, &sig);
+      return sig;
+    }
+    const timespec tick{0, 200'000'000};
+    const int sig = sigtimedwait(&signals, nullptr, &tick);
+    if (sig > 0) return sig;
+    if (device_context_lost(device)) return 0;
+  }
+}
+
 void run_serve(const ServeFlags& f) {
   // Two malloc arenas for the whole process, set before any thread starts. glibc gives each of the HTTP
   // workers (64 or more) its own arena up to 8 per core, and each keeps the peak of the requests it parsed:
@@ -207,80 +300,27 @@ void run_serve(const ServeFlags& f) {
   http.start();
   spdlog::info("listening on http://{}:{} (loading {})", f.host, http.port(), dir);
 
-  ModelSession session;
-  try {
-    session = open_session(
-        SessionOptions{dir, f.device, f.threads, f.check_tensors, f.memory_limit, request_budget},
-        /*need_tokenizer=*/true);
-  } catch (const Error& e) {
-    if (e.code() != ErrorCode::out_of_memory) throw;
-    throw_error(ErrorCode::out_of_memory,
-                "the model's weights do not fit the memory limit ({}); raise --memory-limit", e.what());
+  auto serving = std::make_unique<Serving>(f, dir, request_budget, request_memory, defaults);
+  for (;;) {
+    http.set_model(&serving->model);
+    const int sig = wait_for_stop(signals, f.device);
+    if (sig != 0) {
+      spdlog::info("signal {}: stopping", sig);
+      http.stop();  // handlers cancel their requests and finish their responses
+      http.set_model(nullptr);
+      return;
+    }
+    // A sticky CUDA error (logged with the step that failed): every later call on this context fails, so
+    // the requests in flight end with that error; once none is left, everything on the device goes, the
+    // context is rebuilt and the model loaded again. /health answers 503 meanwhile.
+    spdlog::error("{}: the CUDA context is lost; failing the requests in flight, then rebuilding it and "
+                  "reloading {}", f.device, dir);
+    http.retire_model();
+    serving.reset();
+    reset_device_context(f.device);
+    serving = std::make_unique<Serving>(f, dir, request_budget, request_memory, defaults);
+    spdlog::info("{}: the CUDA context was rebuilt; serving again", f.device);
   }
-  MemoryPool& pool = *session.pool;
-  Backend& backend = *session.be;
-  models::LoadedModel& loaded = session.loaded;
-  tokenizer::Tokenizer& tokenizer = *session.tok;
-
-  std::optional<chat::ChatTemplate> chat_template;
-  try {
-    chat_template.emplace(chat::ChatTemplate::from_model_dir(dir, f.chat_template));
-  } catch (const Error& e) {
-    if (!f.chat_template.empty()) throw;
-    spdlog::warn("no chat template ({}): /v1/chat/completions will answer 400; /v1/completions works",
-                 e.what());
-  }
-
-  int64_t ctx = f.ctx_size;
-  if (int64_t limit = loaded.model->context_limit(); limit > 0 && ctx > limit) {
-    spdlog::warn("--ctx-size {} is larger than the model's context ({}); using {}", ctx, limit, limit);
-    ctx = limit;
-  }
-  int64_t usable = check_fits(*loaded.model, pool, ctx);
-
-  std::vector<int32_t> eos =
-      loaded.config.eos_token_ids.empty()
-          ? std::vector<int32_t>{}
-          : std::vector<int32_t>(loaded.config.eos_token_ids.begin(), loaded.config.eos_token_ids.end());
-  for (int32_t id : defaults.eos) eos.push_back(id);
-  if (auto id = tokenizer.eos_id()) eos.push_back(*id);
-  std::sort(eos.begin(), eos.end());
-  eos.erase(std::unique(eos.begin(), eos.end()), eos.end());
-
-  SchedulerConfig sc;
-  sc.n_slots = f.parallel;
-  sc.ctx_size = ctx;
-  sc.prefill_chunk_size = f.prefill_chunk_size;
-  if (f.no_prompt_cache) sc.prompt_cache_entries = 0;
-  Engine engine(*loaded.model, pool, sc);
-
-  server::ModelContext model;
-  model.engine = &engine;
-  model.tokenizer = &tokenizer;
-  model.chat_template = chat_template ? &*chat_template : nullptr;
-  model.output_format = chat::detect_output_format(chat_template_source(dir, f.chat_template));
-  model.model_id = f.alias.empty() ? fs::path(dir).lexically_normal().filename().string() : f.alias;
-  if (model.model_id.empty())
-    model.model_id = fs::path(dir).lexically_normal().parent_path().filename().string();
-  model.context_tokens = usable;
-  model.eos_tokens = eos;
-  model.make_chooser = chooser_factory(session.host_backend(), defaults.params);
-  model.message_checkpoints = keeps_prompt_checkpoints(*loaded.model, sc);
-  model.request_memory = &request_memory;
-  http.set_model(&model);
-  spdlog::info(
-      "serving {} as '{}': {} ({}), context {} tokens x {} sequences, memory limit {} ({} loaded) + {} for "
-      "requests (bodies up to {}), tools {}, prompt cache {}",
-      dir, model.model_id, loaded.config.model_type, backend.name(), ctx, f.parallel,
-      format_bytes(pool.limit()), format_bytes(pool.in_use()), format_bytes(request_budget),
-      format_bytes(server::RequestMemory::max_body_for(request_budget)),
-      chat::tool_syntax_name(model.output_format.tools), f.no_prompt_cache ? "off" : "on");
-
-  int sig = 0;
-  sigwait(&signals, &sig);
-  spdlog::info("signal {}: stopping", sig);
-  http.stop();  // handlers cancel their requests and finish their responses
-  http.set_model(nullptr);
 }
 
 }  // namespace

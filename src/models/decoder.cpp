@@ -206,11 +206,11 @@ Tensor DecoderModel::forward(std::span<const StepItem> step) {
   Tensor hidden = Tensor::empty(pool, DType::f32, {T, d}, "hidden states");
   {
     Tensor ids = Tensor::empty(pool, DType::i32, {T}, "token ids");
-    for (size_t i = 0; i < step.size(); ++i) {
-      Tensor rows = ids.slice(0, ctx.items[i].begin, ctx.items[i].n);
-      be_.upload(step[i].tokens.data(), 4 * ctx.items[i].n, rows);
-    }
-    ops::embedding(be_, spec_.embed, ids, hidden);
+    std::vector<int32_t> host;  // the step's ids, checked on the host and uploaded once
+    host.reserve(static_cast<size_t>(T));
+    for (const StepItem& item : step) host.insert(host.end(), item.tokens.begin(), item.tokens.end());
+    be_.upload(host.data(), 4 * T, ids);
+    ops::embedding(be_, spec_.embed, ids, hidden, host);
   }
   Tensor positions;
   if (spec_.rope) {
@@ -221,7 +221,7 @@ Tensor DecoderModel::forward(std::span<const StepItem> step) {
         host[static_cast<size_t>(it.begin + j)] = static_cast<int32_t>(it.past + j);
     be_.upload(host.data(), 4 * T, positions);
     ctx.rope_table = Tensor::empty(pool, DType::f32, {T, spec_.rope->rotary_dim()}, "rope cos/sin table");
-    spec_.rope->fill(be_, positions, ctx.rope_table);
+    spec_.rope->fill(be_, positions, ctx.rope_table, host);
   }
   if (observer_) observer_(0, hidden);
 

@@ -7,15 +7,23 @@
 
 namespace keel::ops {
 
-void embedding(Backend& be, const Weight& table, const Tensor& ids, Tensor& out) {
+void embedding(Backend& be, const Weight& table, const Tensor& ids, Tensor& out,
+               std::span<const int32_t> host_ids) {
   check_weight("embedding", "table", table, {DType::f32, DType::bf16, DType::f16}, kAnyDim, kAnyDim);
   const int64_t vocab = table.rows(), d = table.cols();
   check_contiguous("embedding", "ids", ids, {DType::i32}, {kAnyDim});
   const int64_t T = ids.dim(0);
   check_tensor("embedding", "out", out, {DType::f32}, {T, d});
   require_support(be, Op::embedding, table, "embedding");
-  std::vector<int32_t> id(static_cast<size_t>(T));  // checked on the host (the ids may live on a device)
-  be.download(ids, id.data(), 4 * T);
+  if (!host_ids.empty() && static_cast<int64_t>(host_ids.size()) != T)
+    throw_error(ErrorCode::invalid_argument, "embedding: {} host ids for {} ids", host_ids.size(), T);
+  std::vector<int32_t> downloaded;  // checked on the host (the ids may live on a device)
+  if (host_ids.empty() && T > 0) {
+    downloaded.resize(static_cast<size_t>(T));
+    be.download(ids, downloaded.data(), 4 * T);
+    host_ids = downloaded;
+  }
+  const std::span<const int32_t> id = host_ids;
   for (int64_t t = 0; t < T; ++t)
     if (id[t] < 0 || id[t] >= vocab)
       throw_error(ErrorCode::invalid_argument,

@@ -1,6 +1,7 @@
 #include "ops/moe.h"
 
 #include <algorithm>
+#include <limits>
 #include <vector>
 
 #include "core/error.h"
@@ -19,9 +20,9 @@ int64_t mm(const Backend& be, int64_t T, int64_t in, int64_t out, const WeightFo
   return matmul_workspace_bytes(be, T, in, out, d);
 }
 
-// The bytes of the (token, weight) pairs grouped by expert (on the device), and of the routing result.
+// The bytes of the grouping (offsets [E + 1], token and position [T·k], int32) and of the routing result.
 int64_t grouping_bytes(const MoeShape& s) {
-  return 8 * s.T * s.top_k;
+  return 4 * (s.E + 1) + 8 * s.T * s.top_k;
 }
 int64_t routing_bytes(const MoeShape& s) {
   return 8 * s.T * s.top_k;
@@ -39,6 +40,8 @@ bool same_format(const Weight& a, const Weight& b) {
 void check_expert_weights(const MoeWeights& w, int64_t H, bool swiglu, int64_t& E, int64_t& I) {
   E = static_cast<int64_t>(w.up.size());
   if (E == 0) throw_error(ErrorCode::invalid_argument, "{}: no expert weights", kOp);
+  if (E > kMoeMaxExperts)
+    throw_error(ErrorCode::unsupported, "{}: {} experts (keel runs up to {} per layer)", kOp, E, kMoeMaxExperts);
   if (static_cast<int64_t>(w.down.size()) != E || static_cast<int64_t>(w.gate.size()) != (swiglu ? E : 0))
     throw_error(ErrorCode::invalid_argument, "{}: {} up, {} gate, {} down expert weights (want {} each{})",
                 kOp, w.up.size(), w.gate.size(), w.down.size(), E, swiglu ? "" : ", no gate for relu2");
@@ -85,6 +88,58 @@ void run_mlp(Backend& be, const Tensor& xin, const Weight& up, const Weight* gat
   }
 }
 
+GroupedMatmulArgs grouped_sizes(int64_t tokens, int64_t R, int64_t in, int64_t out, const WeightFormat& d,
+                                bool gather) {
+  GroupedMatmulArgs g;
+  g.m.T = R, g.m.in = in, g.m.out = out;
+  g.m.w_dtype = d.dtype, g.m.w_bits = d.bits, g.m.w_group_size = d.group_size;
+  g.tokens = tokens;
+  if (gather) g.x_rows = reinterpret_cast<const int32_t*>(&g);  // only "rows are gathered" matters here
+  return g;
+}
+
+int64_t grouped_workspace(const Backend& be, int64_t tokens, int64_t R, int64_t in, int64_t out,
+                          const WeightFormat& d, bool gather) {
+  return be.grouped_matmul_workspace(grouped_sizes(tokens, R, in, out, d, gather));
+}
+
+// y [R, out] = for each expert e, its grouped rows of x (x row x_rows[i], or row i when x_rows is null) ·
+// w[e]ᵀ; one backend call for all experts. The weights were checked by check_expert_weights.
+void grouped_matmul(Backend& be, const Tensor& x, const Tensor* x_rows, const std::vector<Weight>& w,
+                    const Tensor& offsets, int64_t tokens, Tensor& y) {
+  const Weight& first = w[0];
+  const int64_t E = static_cast<int64_t>(w.size());
+  GroupedMatmulArgs g;
+  g.m.x = static_cast<const char*>(x.data()), g.m.x_row_bytes = x.stride_bytes(0);
+  g.m.w_row_bytes = first.data.stride_bytes(0);
+  g.m.w_dtype = first.dtype();
+  std::vector<const char*> ptrs(static_cast<size_t>(first.is_packed() ? 3 * E : E));
+  for (int64_t e = 0; e < E; ++e) {
+    if (w[e].data.stride_bytes(0) != g.m.w_row_bytes ||
+        (first.is_packed() && w[e].scales.stride_bytes(0) != first.scales.stride_bytes(0)))
+      throw_error(ErrorCode::invalid_argument, "{}: expert {}'s rows are {} bytes apart, expert 0's {}", kOp, e,
+                  w[e].data.stride_bytes(0), g.m.w_row_bytes);
+    ptrs[static_cast<size_t>(e)] = static_cast<const char*>(w[e].data.data());
+    if (first.is_packed()) {
+      ptrs[static_cast<size_t>(E + e)] = static_cast<const char*>(w[e].scales.data());
+      ptrs[static_cast<size_t>(2 * E + e)] = static_cast<const char*>(w[e].biases.data());
+    }
+  }
+  if (first.is_packed()) {
+    g.m.w_scale_row_bytes = first.scales.stride_bytes(0);
+    g.m.w_scale_dtype = first.scales.dtype();
+    g.m.w_bits = first.bits, g.m.w_group_size = first.group_size;
+    g.w_scales = ptrs.data() + E, g.w_biases = ptrs.data() + 2 * E;
+  }
+  g.w = ptrs.data();
+  g.m.y = static_cast<char*>(y.data()), g.m.y_row_bytes = y.stride_bytes(0);
+  g.m.T = y.dim(0), g.m.in = first.cols(), g.m.out = first.rows();
+  g.offsets = offsets.ptr<const int32_t>();
+  g.x_rows = x_rows ? x_rows->ptr<const int32_t>() : nullptr;
+  g.E = E, g.tokens = tokens;
+  be.grouped_matmul(g);
+}
+
 }  // namespace
 
 int64_t moe_route_workspace_bytes(const Backend& be, int64_t T, int64_t E, bool router_bias) {
@@ -96,10 +151,13 @@ int64_t moe_route_workspace_bytes(const Backend& be, int64_t T, int64_t E, bool 
 
 int64_t moe_experts_workspace_bytes(const Backend& be, const MoeShape& s) {
   if (s.T == 0) return 0;
-  const int64_t f = s.swiglu ? 2 : 1;
-  return grouping_bytes(s) + 4 * s.T * (2 * s.H + f * s.I) +
-         std::max(mm(be, s.T, s.H, s.I, s.weight_dtype),
-                  mm(be, s.T, s.I, s.H, s.down_dtype.value_or(s.weight_dtype)));
+  const int64_t f = s.swiglu ? 2 : 1, R = s.T * s.top_k;
+  // grouping + hidden [R, f·I] through the whole call; the up (and gate) products' workspace, then the
+  // expert outputs [R, H] and the down product's workspace.
+  return grouping_bytes(s) + 4 * R * f * s.I +
+         std::max(grouped_workspace(be, s.T, R, s.H, s.I, s.weight_dtype, true),
+                  4 * R * s.H +
+                      grouped_workspace(be, s.T, R, s.I, s.H, s.down_dtype.value_or(s.weight_dtype), false));
 }
 
 int64_t moe_workspace_bytes(const Backend& be, const MoeShape& s) {
@@ -163,49 +221,40 @@ void moe_experts(Backend& be, const Tensor& x, const Tensor& indices, const Tens
   require_support(be, Op::moe, w.up[0], kOp);
   if (T == 0) return;
 
-  // Group the (token, slot) pairs by expert on the host (the routing result is T·k ids and weights): a
-  // counting sort, tokens ascending within an expert; the grouped rows and weights go back to the device.
-  std::vector<int32_t> idx(static_cast<size_t>(T * k));
-  std::vector<float> wts(static_cast<size_t>(T * k));
-  be.download(indices, idx.data(), 4 * T * k);
-  be.download(weights, wts.data(), 4 * T * k);
-  for (int64_t i = 0; i < T * k; ++i)
-    if (idx[i] < 0 || idx[i] >= E)
-      throw_error(ErrorCode::invalid_argument, "{}: token {} slot {} routes to expert {}, outside [0, {})",
-                  kOp, i / k, i % k, idx[i], E);
-  std::vector<int64_t> off(static_cast<size_t>(E + 1), 0);  // off[e] = first pair of expert e
-  std::vector<int32_t> grouped_tokens(static_cast<size_t>(T * k));
-  std::vector<float> grouped_scales(static_cast<size_t>(T * k));
-  for (int64_t i = 0; i < T * k; ++i) ++off[idx[i] + 1];
-  for (int64_t e = 0; e < E; ++e) off[e + 1] += off[e];
-  for (int64_t i = 0; i < T * k;
-       ++i) {  // off[e] runs as expert e's cursor, ending at the next expert's start
-    const int64_t pos = off[idx[i]]++;
-    grouped_tokens[pos] = static_cast<int32_t>(i / k);
-    grouped_scales[pos] = wts[i];
+  if (T * k > std::numeric_limits<int32_t>::max())
+    throw_error(ErrorCode::invalid_argument, "{}: {} tokens × top_k {} pairs exceed int32", kOp, T, k);
+  if (be.host_addressable()) {  // a device trusts its routing (moe_route's indices are in range by making)
+    const int32_t* idx = indices.ptr<const int32_t>();
+    for (int64_t i = 0; i < T * k; ++i)
+      if (idx[i] < 0 || idx[i] >= E)
+        throw_error(ErrorCode::invalid_argument, "{}: token {} slot {} routes to expert {}, outside [0, {})",
+                    kOp, i / k, i % k, idx[i], E);
   }
-  for (int64_t e = E; e > 0; --e) off[e] = off[e - 1];
-  off[0] = 0;
-  Tensor tokens = Tensor::empty(be.pool(), DType::i32, {T * k}, "moe grouped tokens");
-  Tensor scales = Tensor::empty(be.pool(), DType::f32, {T * k}, "moe grouped weights");
-  be.upload(grouped_tokens.data(), 4 * T * k, tokens);
-  be.upload(grouped_scales.data(), 4 * T * k, scales);
+  const int64_t R = T * k;
 
-  // One expert at a time over its rows: gather, MLP, scatter-add with the routing weights.
-  Tensor xe = Tensor::empty(be.pool(), DType::f32, {T, H}, "moe expert inputs");
-  Tensor hidden = Tensor::empty(be.pool(), DType::f32, {T, (swiglu ? 2 : 1) * I}, "moe expert hidden");
-  Tensor ye = Tensor::empty(be.pool(), DType::f32, {T, H}, "moe expert outputs");
-  const int64_t x_st = stride_floats(kOp, "x", x, 0), out_st = stride_floats(kOp, "out", out, 0);
-  for (int64_t e = 0; e < E; ++e) {
-    const int64_t n = off[e + 1] - off[e];
-    if (n == 0) continue;
-    const int32_t* rows = tokens.ptr<int32_t>() + off[e];  // device memory of `be`
-    be.move_rows(MoveRowsArgs{RowsOp::gather, x.ptr<float>(), x_st, rows, nullptr, n, H, xe.ptr<float>(), H});
-    Tensor xn = xe.slice(0, 0, n), hn = hidden.slice(0, 0, n), yn = ye.slice(0, 0, n);
-    run_mlp(be, xn, w.up[e], swiglu ? &w.gate[e] : nullptr, w.down[e], hn, yn);
-    be.move_rows(MoveRowsArgs{RowsOp::scatter_add, ye.ptr<float>(), H, rows, scales.ptr<float>() + off[e], n,
-                              H, out.ptr<float>(), out_st});
+  // Group the (token, slot) pairs by expert on the backend, then each matrix of every expert in one call.
+  Tensor offsets = Tensor::empty(be.pool(), DType::i32, {E + 1}, "moe expert offsets");
+  Tensor token = Tensor::empty(be.pool(), DType::i32, {R}, "moe grouped tokens");
+  Tensor position = Tensor::empty(be.pool(), DType::i32, {R}, "moe pair positions");
+  be.moe_group(MoeGroupArgs{indices.ptr<const int32_t>(), T, k, E, offsets.ptr<int32_t>(), token.ptr<int32_t>(),
+                            position.ptr<int32_t>()});
+  Tensor hidden = Tensor::empty(be.pool(), DType::f32, {R, (swiglu ? 2 : 1) * I}, "moe expert hidden");
+  Tensor act = hidden;  // the activation's output: [R, I]
+  if (swiglu) {
+    Tensor g = hidden.slice(1, 0, I), u = hidden.slice(1, I, I);
+    grouped_matmul(be, x, &token, w.gate, offsets, T, g);
+    grouped_matmul(be, x, &token, w.up, offsets, T, u);
+    activation_mul(be, g, u, g, Activation::silu);
+    act = g;
+  } else {
+    grouped_matmul(be, x, &token, w.up, offsets, T, hidden);
+    ops::activation(be, hidden, hidden, Activation::relu2);
   }
+  Tensor ye = Tensor::empty(be.pool(), DType::f32, {R, H}, "moe expert outputs");
+  grouped_matmul(be, act, nullptr, w.down, offsets, T, ye);
+  be.moe_combine(MoeCombineArgs{ye.ptr<const float>(), H, position.ptr<const int32_t>(),
+                                weights.ptr<const float>(), T, k, H, out.ptr<float>(),
+                                stride_floats(kOp, "out", out, 0)});
 }
 
 void moe(Backend& be, const Tensor& x, const MoeWeights& w, const MoeParams& p, Tensor& out) {
@@ -236,8 +285,7 @@ void moe(Backend& be, const Tensor& x, const MoeWeights& w, const MoeParams& p, 
       Tensor g = Tensor::empty(be.pool(), DType::f32, {T, 1}, "moe shared gate");
       matmul(be, x, w.shared_expert_gate, g);
       activation(be, g, g, Activation::sigmoid);
-      be.move_rows(MoveRowsArgs{RowsOp::scale, nullptr, 0, nullptr, g.ptr<float>(), T, H, out.ptr<float>(),
-                                stride_floats(kOp, "out", out, 0)});
+      be.scale_rows(ScaleRowsArgs{g.ptr<const float>(), T, H, out.ptr<float>(), stride_floats(kOp, "out", out, 0)});
     }
   } else if (out.is_contiguous()) {
     be.fill_zero(out);

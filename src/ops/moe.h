@@ -11,9 +11,12 @@
 //   expert's output is scaled by sigmoid(shared_expert_gate(x)).
 // out = Σ_k weight_k · expert_k(x) + shared(x), experts summed in ascending expert index.
 //
-// Tokens are grouped by expert within the step (a permutation: for each expert, the (token, slot) pairs that
-// chose it), so each expert runs one matmul over its tokens. Batch invariant: a token's output depends only
-// on its own row (matmul is row-invariant; its experts are summed in a fixed order). Variants with
+// Tokens are grouped by expert within the step on the backend (Backend::moe_group: for each expert, the
+// (token, slot) pairs that chose it, tokens ascending), each expert matrix of every expert is one backend call
+// over its grouped rows (Backend::grouped_matmul: one launch per matrix per layer on a device), and
+// Backend::moe_combine adds each token's k outputs into out. Nothing crosses to the host. Batch invariant on
+// the CPU: a token's output depends only on its own row (matmul is row-invariant; its experts are summed in
+// a fixed order). Variants with
 // moe_latent_size compose moe_route + moe_experts around their latent projections.
 #pragma once
 #include <cstdint>
@@ -80,8 +83,9 @@ struct MoeShape {
 
 // Bytes moe_experts / moe take from the pool, exactly in the worst case of the routing (every matmul's panel
 // workspace counted for T rows; the pool measures less when no expert gets enough tokens to widen panels).
-// The largest single allocation is T × max(E, H, (1 + swiglu)·max(I, Is)) floats; the total is bounded by
-// T × (2H + (1 + swiglu)·I) floats plus the routing arrays and matmul panels, independent of the prompt.
+// The largest single allocations are the grouped rows, R = T·top_k: hidden [R, (1 + swiglu)·I] and expert
+// outputs [R, H] floats; the total is bounded by R × ((1 + swiglu)·I + H) floats plus the routing arrays and
+// the grouped matmuls' workspace (backend's: a gather of T rows on the host), independent of the prompt.
 // All three ask `be` (the backend's matmul and routing workspace).
 int64_t moe_route_workspace_bytes(const Backend& be, int64_t T, int64_t E, bool router_bias);
 int64_t moe_experts_workspace_bytes(const Backend& be, const MoeShape& s);

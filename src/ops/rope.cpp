@@ -23,14 +23,23 @@ std::vector<float> rope_inv_freq(double theta, int64_t rotary_dim) {
   return inv_freq;
 }
 
-void rope_cos_sin(Backend& be, const Tensor& positions, std::span<const float> inv_freq, Tensor& cos_sin) {
+void rope_cos_sin(Backend& be, const Tensor& positions, std::span<const float> inv_freq, Tensor& cos_sin,
+                  std::span<const int32_t> host_positions) {
   check_contiguous("rope_cos_sin", "positions", positions, {DType::i32}, {kAnyDim});
   const int64_t T = positions.dim(0), R = 2 * static_cast<int64_t>(inv_freq.size());
   if (R <= 0) throw_error(ErrorCode::invalid_argument, "rope_cos_sin: no frequencies");
   check_tensor("rope_cos_sin", "cos_sin", cos_sin, {DType::f32}, {T, R});
   require_support(be, Op::rope, DType::f32, "rope_cos_sin");
-  std::vector<int32_t> pos(static_cast<size_t>(T));  // checked on the host (they may live on a device)
-  be.download(positions, pos.data(), 4 * T);
+  if (!host_positions.empty() && static_cast<int64_t>(host_positions.size()) != T)
+    throw_error(ErrorCode::invalid_argument, "rope_cos_sin: {} host positions for {} positions",
+                host_positions.size(), T);
+  std::vector<int32_t> downloaded;  // checked on the host (they may live on a device)
+  if (host_positions.empty() && T > 0) {
+    downloaded.resize(static_cast<size_t>(T));
+    be.download(positions, downloaded.data(), 4 * T);
+    host_positions = downloaded;
+  }
+  const std::span<const int32_t> pos = host_positions;
   for (int64_t t = 0; t < T; ++t)
     if (pos[t] < 0)
       throw_error(ErrorCode::invalid_argument, "rope_cos_sin: position {} at token {}", pos[t], t);

@@ -24,8 +24,11 @@ int64_t rope_rotary_dim(int64_t head_dim, double partial_rotary_factor);
 std::vector<float> rope_inv_freq(double theta, int64_t rotary_dim);
 
 // cos_sin [T, 2·inv_freq.size()] f32: row t = cos of f32(inv_freq[i] · positions[t]) for each i, then their
-// sin (models/blocks/rope.h passes its scaled frequencies). positions: i32 [T], ≥ 0.
-void rope_cos_sin(Backend& be, const Tensor& positions, std::span<const float> inv_freq, Tensor& cos_sin);
+// sin (models/blocks/rope.h passes its scaled frequencies). positions: i32 [T], ≥ 0. host_positions: the
+// same positions in host memory when the caller has them: checked instead of a download of `positions`
+// (which on a device waits for the stream).
+void rope_cos_sin(Backend& be, const Tensor& positions, std::span<const float> inv_freq, Tensor& cos_sin,
+                  std::span<const int32_t> host_positions = {});
 // cos_sin [T, rotary_dim] f32: row t = cos of the rotary_dim/2 angles of positions[t], then their sin.
 // positions: i32 [T].
 void rope_cos_sin(Backend& be, const Tensor& positions, Tensor& cos_sin, const RopeParams& p);

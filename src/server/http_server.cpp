@@ -2,8 +2,10 @@
 
 #include <spdlog/spdlog.h>
 
+#include <chrono>
 #include <csignal>
 #include <map>
+#include <thread>
 
 #include "chat/parsers/json_tool_calls.h"
 #include "server/completion_handler.h"
@@ -132,6 +134,11 @@ void HttpServer::set_model(const ModelContext* ctx) {
   model_.store(ctx);
 }
 
+void HttpServer::retire_model() {
+  model_.store(nullptr);
+  while (model_users_.load() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+}
+
 void HttpServer::start() {
   // A client that closes its socket mid-write must cost one request, not the process.
   std::signal(SIGPIPE, SIG_IGN);
@@ -180,7 +187,8 @@ void HttpServer::install_api_routes() {
   // Each API handler needs the model; ApiError and keel::Error become error bodies in the endpoint's dialect.
   auto api = [this](const char* endpoint, ErrorSender send, auto body) {
     return [this, endpoint, send, body](const http::Request& req, http::Response& res) {
-      const ModelContext* model = model_.load();
+      const ModelUse use(*this);
+      const ModelContext* model = use.model;
       auto fail = [&](const ApiError& e) {
         metrics_.count_request(endpoint, outcome_of(e));
         send(res, e);
@@ -226,7 +234,8 @@ void HttpServer::install_service_routes() {
   Impl& r = *impl_;
   for (const char* path : {"/health", "/v1/health"}) {
     r.add("GET", path, [this](const http::Request&, http::Response& res) {
-      if (model_.load())
+      const ModelUse use(*this);
+      if (use.model)
         send_json(res, Json{{"status", "ok"}});
       else
         send_error(res, loading_error());
@@ -237,7 +246,8 @@ void HttpServer::install_service_routes() {
       send_error(res, ApiError(501, "not_enabled", "metrics are off: start keel serve with --metrics"));
       return;
     }
-    const ModelContext* model = model_.load();
+    const ModelUse use(*this);
+    const ModelContext* model = use.model;
     std::optional<EngineStats> stats;
     if (model) stats = model->engine->stats();
     res.set_content(metrics_.render(stats ? &*stats : nullptr), "text/plain; version=0.0.4; charset=utf-8");

@@ -55,6 +55,10 @@ class HttpServer {
   // The model is loaded: the API answers from now on. `ctx` must outlive the server (or a
   // set_model(nullptr)).
   void set_model(const ModelContext* ctx);
+  // No model (the API answers 503 "loading" again), returning once no handler uses the one it had (their
+  // requests have ended): after this the old model may be destroyed while the server goes on (keel serve's
+  // rebuild of a lost CUDA context).
+  void retire_model();
   void stop();
   ServerMetrics& metrics() { return metrics_; }
   size_t open_connections() const;  // accepted and not yet closed
@@ -70,7 +74,23 @@ class HttpServer {
 
   ServerOptions options_;
   ServerMetrics metrics_;
+  // A handler's hold on the model: model_users_ counts the holds, so retire_model() knows when none is left.
+  class ModelUse {
+   public:
+    explicit ModelUse(HttpServer& s) : s_(s) {
+      ++s_.model_users_;  // before the load: retire_model() then sees either the hold or nullptr here
+      model = s_.model_.load();
+    }
+    ~ModelUse() { --s_.model_users_; }
+    ModelUse(const ModelUse&) = delete;
+    ModelUse& operator=(const ModelUse&) = delete;
+    const ModelContext* model = nullptr;
+
+   private:
+    HttpServer& s_;
+  };
   std::atomic<const ModelContext*> model_{nullptr};
+  std::atomic<int> model_users_{0};
   std::atomic<bool> stopping_{false};  // stop(): handlers cancel their requests and end their responses
   std::unique_ptr<Impl> impl_;
   int port_ = 0;

@@ -7,14 +7,15 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <memory>
 #include <numeric>
 #include <optional>
 #include <string>
 #include <thread>
 
-#include "backend/cpu/cpu_backend.h"
 #include "chat/parsers/output_format.h"
+#include "cli/model_session.h"
 #include "engine/engine.h"
 #include "models/loader.h"
 #include "raw_http.h"
@@ -25,6 +26,13 @@ namespace keel::testing {
 inline std::string fixture_dir(const std::string& name) {
   return std::string(KEEL_SOURCE_DIR) + "/tests/fixtures/" + name;
 }
+// The device the in-process servers compute on: KEEL_TEST_DEVICE (cpu, cuda, cuda:N), cpu when unset. The
+// GPU machine runs the server tests with KEEL_TEST_DEVICE=cuda (scripts/gpu-build.sh).
+inline std::string test_device() {
+  const char* d = std::getenv("KEEL_TEST_DEVICE");
+  return d && *d ? d : "cpu";
+}
+
 inline std::string default_model_dir() {
   return std::string(KEEL_SOURCE_DIR) + "/models/keel-brown-nemotron-h-8m";
 }
@@ -104,7 +112,7 @@ struct HarnessOptions {
   std::string model_dir = fixture_dir("qwen3");
   SchedulerConfig scheduler{.n_slots = 2, .ctx_size = 1024, .prefill_chunk_size = 64};
   server::ServerOptions server{};
-  int64_t pool_limit = int64_t{2} << 30;
+  int64_t pool_limit = int64_t{2} << 30;  // bytes of the device's pool (test_device())
   int threads = 1;
   bool ready = true;  // set_model() at once
 };
@@ -112,8 +120,10 @@ struct HarnessOptions {
 class InProcessServer {
  public:
   explicit InProcessServer(HarnessOptions o = {})
-      : options_(o), pool_("cpu", o.pool_limit), backend_(pool_, o.threads) {
-    loaded_ = models::load_model(o.model_dir, backend_);
+      : options_(o),
+        compute_(cli::make_compute(test_device(), std::to_string(o.pool_limit), 0, o.threads)),
+        pool_(*compute_.pool) {
+    loaded_ = models::load_model(o.model_dir, *compute_.be);
     tokenizer_.emplace(tokenizer::Tokenizer::load(o.model_dir));
     chat_template_.emplace(chat::ChatTemplate::from_model_dir(o.model_dir));
     failing_ = std::make_unique<FailingModel>(*loaded_.model);
@@ -172,8 +182,8 @@ class InProcessServer {
 
  private:
   HarnessOptions options_;
-  MemoryPool pool_;
-  CpuBackend backend_;
+  cli::Compute compute_;  // the pool and backend of test_device()
+  MemoryPool& pool_;
   models::LoadedModel loaded_;
   std::optional<tokenizer::Tokenizer> tokenizer_;
   std::optional<chat::ChatTemplate> chat_template_;

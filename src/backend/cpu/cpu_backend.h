@@ -54,7 +54,11 @@ class CpuBackend final : public Backend {
   int64_t attention_workspace(const AttentionArgs& a) const override;
   void moe_route(const MoeRouteArgs& a) override;
   int64_t moe_route_workspace(const MoeRouteArgs& a) const override;
-  void move_rows(const MoveRowsArgs& a) override;
+  void moe_group(const MoeGroupArgs& a) override;
+  void grouped_matmul(const GroupedMatmulArgs& a) override;
+  int64_t grouped_matmul_workspace(const GroupedMatmulArgs& a) const override;
+  void moe_combine(const MoeCombineArgs& a) override;
+  void scale_rows(const ScaleRowsArgs& a) override;
   void argmax(const ArgmaxArgs& a) override;
 
  private:

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "backend/moe_host.h"
 #include "backend/topk.h"
 #include "core/tensor.h"
 
@@ -80,31 +81,35 @@ void moe_route(CpuBackend& be, const MoeRouteArgs& a) {
   });
 }
 
-void moe_gather(CpuBackend& be, const float* src, int64_t src_st, const int32_t* rows, int64_t n,
-                int64_t width, float* dst, int64_t dst_st) {
-  be.threads()->parallel_for(n, [&](int64_t begin, int64_t end, int) {
-    for (int64_t r = begin; r < end; ++r)
-      std::memcpy(dst + r * dst_st, src + rows[r] * src_st, static_cast<size_t>(width) * sizeof(float));
-  });
-}
-
-void moe_scatter_add(CpuBackend& be, const float* src, int64_t src_st, const int32_t* rows,
-                     const float* scale, int64_t n, int64_t width, float* dst, int64_t dst_st) {
-  be.threads()->parallel_for(n, [&](int64_t begin, int64_t end, int) {
-    for (int64_t r = begin; r < end; ++r) {
-      const float* s = src + r * src_st;
-      float* d = dst + rows[r] * dst_st;
-      const float c = scale[r];
-      for (int64_t i = 0; i < width; ++i) d[i] += c * s[i];
+// out[t] += weights[t, j] · y[position[t, j]] over t's slots in ascending position, each term rounded before
+// the add (kernel_args.h MoeCombineArgs): the same arithmetic, per row, as adding expert by expert.
+void moe_combine(CpuBackend& be, const MoeCombineArgs& a) {
+  be.threads()->parallel_for(a.T, [&](int64_t begin, int64_t end, int) {
+    int32_t pos[kMoeMaxTopK];
+    float wt[kMoeMaxTopK];
+    for (int64_t t = begin; t < end; ++t) {
+      int64_t n = 0;
+      for (int64_t j = 0; j < a.k; ++j) {  // insertion by position
+        const int32_t p = a.position[t * a.k + j];
+        if (p < 0) continue;
+        int64_t at = n++;
+        for (; at > 0 && pos[at - 1] > p; --at) pos[at] = pos[at - 1], wt[at] = wt[at - 1];
+        pos[at] = p, wt[at] = a.weights[t * a.k + j];
+      }
+      float* d = a.out + t * a.out_st;
+      for (int64_t j = 0; j < n; ++j) {
+        const float* s = a.y + pos[j] * a.y_st;
+        const float c = wt[j];
+        for (int64_t i = 0; i < a.H; ++i) d[i] += c * s[i];
+      }
     }
   });
 }
 
-void moe_scale_rows(CpuBackend& be, const float* scale, int64_t n, int64_t width, float* dst,
-                    int64_t dst_st) {
-  be.threads()->parallel_for(n, [&](int64_t begin, int64_t end, int) {
+void moe_scale_rows(CpuBackend& be, const ScaleRowsArgs& a) {
+  be.threads()->parallel_for(a.n, [&](int64_t begin, int64_t end, int) {
     for (int64_t r = begin; r < end; ++r)
-      for (int64_t i = 0; i < width; ++i) dst[r * dst_st + i] *= scale[r];
+      for (int64_t i = 0; i < a.width; ++i) a.dst[r * a.dst_st + i] *= a.scale[r];
   });
 }
 
@@ -120,18 +125,26 @@ void CpuBackend::moe_route(const MoeRouteArgs& a) {
   cpu::moe_route(*this, a);
 }
 
-void CpuBackend::move_rows(const MoveRowsArgs& a) {
-  switch (a.op) {
-    case RowsOp::gather:
-      cpu::moe_gather(*this, a.src, a.src_st, a.rows, a.n, a.width, a.dst, a.dst_st);
-      break;
-    case RowsOp::scatter_add:
-      cpu::moe_scatter_add(*this, a.src, a.src_st, a.rows, a.scale, a.n, a.width, a.dst, a.dst_st);
-      break;
-    case RowsOp::scale:
-      cpu::moe_scale_rows(*this, a.scale, a.n, a.width, a.dst, a.dst_st);
-      break;
-  }
+void CpuBackend::moe_group(const MoeGroupArgs& a) {
+  host_moe::group(a);
+}
+
+void CpuBackend::grouped_matmul(const GroupedMatmulArgs& a) {
+  Tensor gather;  // one expert's gathered rows at a time
+  if (a.x_rows && a.m.T > 0) gather = Tensor::empty(pool(), DType::f32, {a.tokens, a.m.in}, "moe expert inputs");
+  host_moe::grouped_matmul(*this, a, gather.defined() ? gather.ptr<float>() : nullptr);
+}
+
+int64_t CpuBackend::grouped_matmul_workspace(const GroupedMatmulArgs& a) const {
+  return a.m.T > 0 ? host_moe::gather_bytes(a) + host_moe::expert_matmul_workspace(*this, a) : 0;
+}
+
+void CpuBackend::moe_combine(const MoeCombineArgs& a) {
+  cpu::moe_combine(*this, a);
+}
+
+void CpuBackend::scale_rows(const ScaleRowsArgs& a) {
+  cpu::moe_scale_rows(*this, a);
 }
 
 }  // namespace keel

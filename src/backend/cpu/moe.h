@@ -1,5 +1,6 @@
-// CPU pieces of ops::moe (ops/moe.h states the routing math): the router's top-k per token, and the gather /
-// scatter that move token rows to and from an expert's contiguous batch. The expert matmuls are ops::matmul.
+// CPU pieces of ops::moe (ops/moe.h states the routing math): the router's top-k per token, the combine of
+// each token's expert outputs, the shared expert's gate. The grouping and the grouped expert matmuls are
+// backend/moe_host.h's (the CPU's own matmul per expert).
 #pragma once
 #include <cstdint>
 
@@ -14,14 +15,9 @@ namespace keel::cpu {
 // selection score; equal scores go to the lower expert index.
 void moe_route(CpuBackend& be, const MoeRouteArgs& a);
 
-// dst row r = src row rows[r] for r < n (rows of `width` floats; strides in floats).
-void moe_gather(CpuBackend& be, const float* src, int64_t src_st, const int32_t* rows, int64_t n,
-                int64_t width, float* dst, int64_t dst_st);
-// dst row rows[r] += scale[r] · src row r for r < n; the rows[] are distinct.
-void moe_scatter_add(CpuBackend& be, const float* src, int64_t src_st, const int32_t* rows,
-                     const float* scale, int64_t n, int64_t width, float* dst, int64_t dst_st);
-
-// row t of dst (width floats) *= scale[t] for t < n.
-void moe_scale_rows(CpuBackend& be, const float* scale, int64_t n, int64_t width, float* dst, int64_t dst_st);
+// kernel_args.h MoeCombineArgs, tokens split among the threads.
+void moe_combine(CpuBackend& be, const MoeCombineArgs& a);
+// kernel_args.h ScaleRowsArgs.
+void moe_scale_rows(CpuBackend& be, const ScaleRowsArgs& a);
 
 }  // namespace keel::cpu

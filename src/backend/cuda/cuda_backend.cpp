@@ -3,6 +3,7 @@
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <string_view>
 
@@ -18,6 +19,7 @@ CudaBackend::CudaBackend(MemoryPool& pool, int index)
     : pool_(pool), index_(index), info_(cuda::device_info(index)) {
   const char* blocking = std::getenv("CUDA_LAUNCH_BLOCKING");
   blocking_ = blocking && std::string_view(blocking) == "1";
+  if (const char* fault = std::getenv("KEEL_CUDA_FAULT_AT_SYNC")) fault_at_sync_ = std::atoll(fault);
   enter();
   cudaStream_t s = nullptr;
   cuda::check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
@@ -109,6 +111,8 @@ void CudaBackend::fill_zero(Tensor& dst) {
 
 void CudaBackend::synchronize() {
   enter();
+  static std::atomic<int64_t> syncs{0};  // of the process: the hook fires once, not again after a rebuild
+  if (fault_at_sync_ > 0 && ++syncs == fault_at_sync_) cuda::launch_fault(stream_);
   cuda::check(cudaStreamSynchronize(stream_), "a kernel of this step");
 }
 

@@ -75,7 +75,11 @@ class CudaBackend final : public Backend {
   int64_t attention_workspace(const AttentionArgs& a) const override;
   void moe_route(const MoeRouteArgs& a) override;  // moe.cu
   int64_t moe_route_workspace(const MoeRouteArgs& a) const override;
-  void move_rows(const MoveRowsArgs& a) override;  // moe.cu
+  void moe_group(const MoeGroupArgs& a) override;  // moe.cu
+  void grouped_matmul(const GroupedMatmulArgs& a) override;  // matmul.cu
+  int64_t grouped_matmul_workspace(const GroupedMatmulArgs& a) const override;
+  void moe_combine(const MoeCombineArgs& a) override;  // moe.cu
+  void scale_rows(const ScaleRowsArgs& a) override;    // moe.cu
   void argmax(const ArgmaxArgs& a) override;       // sampling.cu
 
   CUstream_st* stream() const { return stream_; }
@@ -91,6 +95,9 @@ class CudaBackend final : public Backend {
   CUstream_st* stream_ = nullptr;
   cublasContext* cublas_ = nullptr;
   bool blocking_ = false;  // CUDA_LAUNCH_BLOCKING=1: copies and fills wait for the device too (tests)
+  // KEEL_CUDA_FAULT_AT_SYNC=N (tests of the sticky-error rebuild): the process's N-th synchronize() (the
+  // end of its N-th step) first launches a kernel that faults (cuda::launch_fault). 0: never.
+  int64_t fault_at_sync_ = 0;
   Allocation
       cublas_workspace_;  // cuBLAS's scratch, from the pool (cublasSetWorkspace), not its own cudaMalloc
 };

@@ -2,9 +2,26 @@
 
 #include <cuda_runtime_api.h>
 
+#include <atomic>
+
 #include "core/error.h"
 
 namespace keel::cuda {
+
+namespace {
+std::atomic<bool> g_context_lost{false};
+}  // namespace
+
+bool context_lost() {
+  return g_context_lost.load();
+}
+
+void reset_lost_context(int index) {
+  cudaSetDevice(index);
+  cudaDeviceReset();  // destroys the primary context: every allocation, stream and module of it
+  cudaGetLastError();
+  g_context_lost = false;
+}
 
 void check(int status, const char* what) {
   const auto err = static_cast<cudaError_t>(status);
@@ -12,10 +29,12 @@ void check(int status, const char* what) {
   cudaGetLastError();  // clears the error where the runtime lets it be cleared (not the sticky ones)
   // A sticky error (an illegal address, a kernel fault) stays: the context is unusable from now on.
   const bool sticky = cudaGetLastError() != cudaSuccess;
-  throw_error(
-      ErrorCode::internal, "CUDA error in {}: {} ({}){}", what, cudaGetErrorName(err),
-      cudaGetErrorString(err),
-      sticky ? "; the error is sticky: this process's CUDA context stays unusable, restart keel" : "");
+  if (sticky) g_context_lost = true;
+  throw_error(ErrorCode::internal, "CUDA error in {}: {} ({}){}", what, cudaGetErrorName(err),
+              cudaGetErrorString(err),
+              sticky ? "; the error is sticky: the CUDA context is lost until it is rebuilt (keel serve rebuilds "
+                       "it and reloads the model; other commands must be restarted)"
+                     : "");
 }
 
 int device_count(std::string* why) {

@@ -25,8 +25,21 @@ int device_count(std::string* why = nullptr);
 // device (cuda:0)" / "no CUDA device: …").
 DeviceInfo device_info(int index);
 // Throws Error(internal) "CUDA error in <what>: <name> (<description>)" when `status` (a cudaError_t) is not
-// success; also clears a non-sticky error so it cannot poison a later call.
+// success; also clears a non-sticky error so it cannot poison a later call. A sticky one (an illegal address,
+// a kernel trap) cannot be cleared: the message says so and context_lost() turns true.
 void check(int status, const char* what);
+
+// Whether a sticky error has made this process's CUDA context unusable (every later call fails). keel serve
+// watches it and rebuilds: it drops every user of the device (engine, model, backend, pool), then calls
+// reset_lost_context and loads the model again.
+bool context_lost();
+// cudaDeviceReset on device `index` (the context and everything in it are destroyed; the next CUDA call makes
+// a new one) and context_lost() false again. Only when nothing of the old context is used any more.
+void reset_lost_context(int index);
+
+// Test hook: a kernel on `stream` that writes through an invalid address, making the context's error sticky
+// (KEEL_CUDA_FAULT_AT_SYNC, backend/cuda/cuda_backend.h).
+void launch_fault(void* stream);
 
 // One cudaMalloc of `capacity_bytes` on device `index`, taken at construction (so later allocations never
 // synchronize the device) and cut up by an OffsetArena; allocate() returns nullptr when no free range fits,

@@ -11,6 +11,8 @@
 //  - f16 and packed (MLX affine u32) W, T > kGemvRows: a tiled f32 kernel that widens (dequantizes) each
 //    64 × 16 tile of W into shared memory.
 // The bias is written into y first and every product adds onto it.
+// grouped_matmul (MoE experts, GroupedMatmulArgs): the GEMV (≤ kGemvRows tokens) or the tiled kernel over
+// every expert's grouped rows in one launch, x rows gathered as they are read.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -49,34 +51,46 @@ __device__ __forceinline__ float* y_row(const MatmulArgs& a, int64_t t) {
   return reinterpret_cast<float*>(a.y + t * a.y_row_bytes);
 }
 
-// One warp per output row o: lane l takes k = l, l + 32, …; the T (≤ kGemvRows) sums are reduced across the
-// warp by shuffles. Block: 8 warps (8 rows).
-__global__ void gemv_kernel(const MatmulArgs a) {
-  const int64_t o = static_cast<int64_t>(blockIdx.x) * 8 + threadIdx.x / 32;
+// x row of y row t: x_rows[t] when the rows are gathered (grouped experts), else t.
+__device__ __forceinline__ const float* x_row(const MatmulArgs& a, const int32_t* x_rows, int64_t t) {
+  return x_row(a, x_rows ? x_rows[t] : t);
+}
+
+// One warp per output row o over y rows [t0, t0 + n), n ≤ kGemvRows: lane l takes k = l, l + 32, …; the n
+// sums are reduced across the warp by shuffles.
+__device__ __forceinline__ void gemv_rows(const MatmulArgs& a, const int32_t* x_rows, int64_t o, int64_t t0,
+                                          int64_t n) {
   const int lane = threadIdx.x % 32;
-  if (o >= a.out) return;
   float acc[kGemvRows];
   for (int t = 0; t < kGemvRows; ++t) acc[t] = 0.0f;
   for (int64_t k = lane; k < a.in; k += 32) {
     const float w = weight_at(a, o, k);
     for (int t = 0; t < kGemvRows; ++t)
-      if (t < a.T) acc[t] = fmaf(w, x_row(a, t)[k], acc[t]);
+      if (t < n) acc[t] = fmaf(w, x_row(a, x_rows, t0 + t)[k], acc[t]);
   }
   for (int t = 0; t < kGemvRows; ++t) {
-    if (t >= a.T) break;
+    if (t >= n) break;
     float s = acc[t];
     for (int off = 16; off > 0; off /= 2) s += __shfl_down_sync(0xffffffffu, s, off);
-    if (lane == 0) y_row(a, t)[o] = (a.bias ? a.bias[o] : 0.0f) + s;
+    if (lane == 0) y_row(a, t0 + t)[o] = (a.bias ? a.bias[o] : 0.0f) + s;
   }
 }
 
+// Block: 8 warps (8 output rows), all T ≤ kGemvRows rows.
+__global__ void gemv_kernel(const MatmulArgs a) {
+  const int64_t o = static_cast<int64_t>(blockIdx.x) * 8 + threadIdx.x / 32;
+  if (o < a.out) gemv_rows(a, nullptr, o, 0, a.T);
+}
+
 // Tiles of 64 rows of x × 64 rows of W over k in steps of 16, 256 threads, each 4 × 4 outputs; W's tile is
-// widened into shared memory as it is loaded.
+// widened into shared memory as it is loaded. One tile: y rows [t0, t_end) (t_end − t0 ≤ 64) × outputs
+// [o0, o0 + 64). Every product is a chain of fmaf over k in order, whatever the tile: a row's result does
+// not depend on the rows beside it.
 constexpr int kTile = 64, kTileK = 16;
-__global__ void tiled_kernel(const MatmulArgs a) {
+__device__ __forceinline__ void tiled_tile(const MatmulArgs& a, const int32_t* x_rows, int64_t t0,
+                                           int64_t t_end, int64_t o0) {
   __shared__ float xs[kTileK][kTile + 1];  // [k][t]
   __shared__ float ws[kTileK][kTile + 1];  // [k][o]
-  const int64_t t0 = static_cast<int64_t>(blockIdx.y) * kTile, o0 = static_cast<int64_t>(blockIdx.x) * kTile;
   const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;  // outputs o0 + tx + 16·j, t0 + ty + 16·i
   float acc[4][4] = {};
   for (int64_t k0 = 0; k0 < a.in; k0 += kTileK) {
@@ -84,7 +98,7 @@ __global__ void tiled_kernel(const MatmulArgs a) {
       const int r = e / kTileK, c = e % kTileK;  // consecutive threads read consecutive k of one row
       const int64_t k = k0 + c;
       const int64_t t = t0 + r, o = o0 + r;
-      xs[c][r] = (t < a.T && k < a.in) ? x_row(a, t)[k] : 0.0f;
+      xs[c][r] = (t < t_end && k < a.in) ? x_row(a, x_rows, t)[k] : 0.0f;
       ws[c][r] = (o < a.out && k < a.in) ? weight_at(a, o, k) : 0.0f;
     }
     __syncthreads();
@@ -99,11 +113,101 @@ __global__ void tiled_kernel(const MatmulArgs a) {
   }
   for (int i = 0; i < 4; ++i) {
     const int64_t t = t0 + ty + 16 * i;
-    if (t >= a.T) continue;
+    if (t >= t_end) continue;
     for (int j = 0; j < 4; ++j) {
       const int64_t o = o0 + tx + 16 * j;
       if (o < a.out) y_row(a, t)[o] = (a.bias ? a.bias[o] : 0.0f) + acc[i][j];
     }
+  }
+}
+
+__global__ void tiled_kernel(const MatmulArgs a) {
+  const int64_t t0 = static_cast<int64_t>(blockIdx.y) * kTile;
+  tiled_tile(a, nullptr, t0, t0 + kTile < a.T ? t0 + kTile : a.T, static_cast<int64_t>(blockIdx.x) * kTile);
+}
+
+// ---- grouped experts (GroupedMatmulArgs): one launch per call --------------------------------------------
+// The experts' weight pointers travel in the kernel's parameters (12 KiB: CUDA 12.1+ allows 32 KiB), so
+// nothing is uploaded per call. Each expert's grouped rows are cut into tiles of BM rows, expert after
+// expert; block y takes tile blockIdx.y (and every gridDim.y-th after it) and finds its expert from the
+// device offsets: no host sync, one grid sized by the most tiles R/BM + min(E, R) can need.
+struct ExpertPointers {
+  const char* w[kMoeMaxExperts];
+  const char* scales[kMoeMaxExperts];
+  const char* biases[kMoeMaxExperts];
+};
+
+struct Tile {
+  int expert;
+  int64_t row0, rows;
+};
+
+// Tile `tile` of the grouped rows cut into tiles of bm rows per expert; rows 0 past the last tile. Every
+// thread of the block (blockDim.x ≤ 1024, a multiple of 32) calls: each thread owns a run of consecutive
+// experts, the block scans the runs' tile counts (warp shuffles, then the warps' totals in order).
+__device__ Tile find_tile(const int32_t* offsets, int E, int bm, int64_t tile) {
+  __shared__ int64_t warp_total[32];
+  __shared__ Tile found;
+  const int per = (E + blockDim.x - 1) / blockDim.x;
+  const int e0 = threadIdx.x * per, e1 = min(E, e0 + per);
+  auto tiles_of = [&](int e) { return (static_cast<int64_t>(offsets[e + 1] - offsets[e]) + bm - 1) / bm; };
+  int64_t mine = 0;
+  for (int e = e0; e < e1; ++e) mine += tiles_of(e);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  int64_t incl = mine;
+  for (int d = 1; d < 32; d *= 2) {
+    const int64_t v = __shfl_up_sync(0xffffffffu, incl, d);
+    if (lane >= d) incl += v;
+  }
+  if (threadIdx.x == 0) found = Tile{0, 0, 0};
+  if (lane == 31) warp_total[warp] = incl;
+  __syncthreads();
+  int64_t before = incl - mine;
+  for (int w = 0; w < warp; ++w) before += warp_total[w];
+  if (tile >= before && tile < before + mine) {
+    for (int e = e0; e < e1; ++e) {
+      const int64_t n = tiles_of(e);
+      if (tile < before + n) {
+        const int64_t first = offsets[e] + (tile - before) * bm;
+        found = Tile{e, first, min(static_cast<int64_t>(bm), static_cast<int64_t>(offsets[e + 1]) - first)};
+        break;
+      }
+      before += n;
+    }
+  }
+  __syncthreads();
+  const Tile t = found;
+  __syncthreads();  // `found` and `warp_total` may be written by the next call
+  return t;
+}
+
+__device__ __forceinline__ MatmulArgs expert_args(const MatmulArgs& m, const ExpertPointers& p, int e) {
+  MatmulArgs a = m;
+  a.w = p.w[e];
+  if (a.w_bits > 0) a.w_scales = p.scales[e], a.w_biases = p.biases[e];
+  return a;
+}
+
+// Decode (≤ kGemvRows tokens): tiles of ≤ kGemvRows rows, 8 warps per block (8 output rows).
+__global__ void grouped_gemv_kernel(const MatmulArgs m, const ExpertPointers p, const int32_t* offsets,
+                                    const int32_t* x_rows, int E, int64_t max_tiles) {
+  for (int64_t tile = blockIdx.y; tile < max_tiles; tile += gridDim.y) {
+    const Tile t = find_tile(offsets, E, kGemvRows, tile);
+    if (t.rows == 0) return;
+    const MatmulArgs a = expert_args(m, p, t.expert);
+    const int64_t o = static_cast<int64_t>(blockIdx.x) * 8 + threadIdx.x / 32;
+    if (o < a.out) gemv_rows(a, x_rows, o, t.row0, t.rows);
+  }
+}
+
+// Prefill: tiles of 64 rows × 64 outputs, the dense tiled kernel's tile.
+__global__ void grouped_tiled_kernel(const MatmulArgs m, const ExpertPointers p, const int32_t* offsets,
+                                     const int32_t* x_rows, int E, int64_t max_tiles) {
+  for (int64_t tile = blockIdx.y; tile < max_tiles; tile += gridDim.y) {
+    const Tile t = find_tile(offsets, E, kTile, tile);
+    if (t.rows == 0) return;
+    tiled_tile(expert_args(m, p, t.expert), x_rows, t.row0, t.row0 + t.rows,
+               static_cast<int64_t>(blockIdx.x) * kTile);
   }
 }
 
@@ -222,6 +326,36 @@ void CudaBackend::matmul(const MatmulArgs& a) {
                                         static_cast<int>(a.in), &one, a.y, CUDA_R_32F, static_cast<int>(ldy),
                                         CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
                  "matmul (bf16 gemm)");
+}
+
+int64_t CudaBackend::grouped_matmul_workspace(const GroupedMatmulArgs&) const {
+  return 0;  // weights widened tile by tile in shared memory
+}
+
+void CudaBackend::grouped_matmul(const GroupedMatmulArgs& g) {
+  const MatmulArgs& m = g.m;
+  if (m.T == 0 || m.out == 0) return;
+  if (g.E <= 0 || g.E > kMoeMaxExperts)
+    throw_error(ErrorCode::invalid_argument, "grouped_matmul: {} experts (1 to {})", g.E, kMoeMaxExperts);
+  enter();
+  ExpertPointers p{};
+  for (int64_t e = 0; e < g.E; ++e) {
+    p.w[e] = g.w[e];
+    if (m.w_bits > 0) p.scales[e] = g.w_scales[e], p.biases[e] = g.w_biases[e];
+  }
+  MatmulArgs a = m;
+  a.bias = nullptr;
+  const bool gemv = g.tokens <= kGemvRows;
+  const int64_t bm = gemv ? kGemvRows : kTile;
+  const int64_t max_tiles = (m.T + bm - 1) / bm + std::min<int64_t>(g.E, m.T);
+  const dim3 grid(static_cast<unsigned>(gemv ? (m.out + 7) / 8 : (m.out + kTile - 1) / kTile),
+                  cuda::grid_blocks(max_tiles));
+  const int E = static_cast<int>(g.E);
+  if (gemv)
+    grouped_gemv_kernel<<<grid, 256, 0, stream()>>>(a, p, g.offsets, g.x_rows, E, max_tiles);
+  else
+    grouped_tiled_kernel<<<grid, 256, 0, stream()>>>(a, p, g.offsets, g.x_rows, E, max_tiles);
+  cuda::check(cudaGetLastError(), "grouped_matmul launch");
 }
 
 }  // namespace keel

@@ -1,4 +1,5 @@
-// CUDA MoE routing and row moves (ops/moe.h states the routing math). Routing is one thread per token running
+// CUDA MoE routing, grouping, combine and the shared expert's gate (ops/moe.h states the math; the grouped
+// expert matmul is matmul.cu's). Routing is one thread per token running
 // the CPU's algorithm (backend/cpu/moe.cpp) step for step: the same insertion top-k (descending score, the
 // lower index first on equal scores, NaN never ranked above anything), the same f32 sums in the same order.
 // The router bias is read in its stored dtype, so routing takes no workspace.
@@ -7,6 +8,7 @@
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/device_util.cuh"
 #include "backend/topk.h"
+#include "core/error.h"
 
 namespace keel {
 
@@ -78,33 +80,101 @@ __global__ void moe_route_kernel(MoeRouteArgs a) {
 
 constexpr int kRouteThreads = 64;  // per-thread top-k lists live in local memory
 
-// Rows of `width` floats (strides in floats); blocks stride over rows (y) and a row's elements (x). rows and
-// scale are device arrays of n.
-__global__ void move_rows_kernel(MoveRowsArgs a) {
-  for (int64_t r = blockIdx.y; r < a.n; r += gridDim.y) {
-    const int64_t first = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
-    const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
-    switch (a.op) {
-      case RowsOp::gather: {
-        const float* s = a.src + a.rows[r] * a.src_st;
-        float* d = a.dst + r * a.dst_st;
-        for (int64_t i = first; i < a.width; i += step) d[i] = s[i];
-        break;
-      }
-      case RowsOp::scatter_add: {  // rows[] distinct: no two rows write one destination
-        const float* s = a.src + r * a.src_st;
-        float* d = a.dst + a.rows[r] * a.dst_st;
-        const float c = a.scale[r];
-        for (int64_t i = first; i < a.width; i += step) d[i] = __fadd_rn(d[i], __fmul_rn(c, s[i]));
-        break;
-      }
-      case RowsOp::scale: {
-        float* d = a.dst + r * a.dst_st;
-        const float c = a.scale[r];
-        for (int64_t i = first; i < a.width; i += step) d[i] *= c;
-        break;
-      }
+// The stable counting sort of MoeGroupArgs (kernel_args.h) in one block of kGroupThreads: a histogram of
+// the experts (shared atomics), their exclusive scan (offsets), then the pairs in rounds of one pair per
+// thread, ascending: a pair's grouped row is its expert's cursor + the pairs of the same expert in earlier
+// warps of the round (per-warp counts in shared memory) + those in earlier lanes of its warp
+// (__match_any_sync). Pairs outside [0, E) get position −1. Reference: backend/moe_host.h group().
+constexpr int kGroupThreads = 512, kGroupWarps = kGroupThreads / 32;
+__global__ void __launch_bounds__(kGroupThreads) moe_group_kernel(MoeGroupArgs a) {
+  __shared__ int cursor[kMoeMaxExperts];
+  __shared__ int warp_count[kGroupWarps * kMoeMaxExperts];  // [warp][expert], 0 outside a round
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int E = static_cast<int>(a.E);
+  const int64_t R = a.T * a.k;
+  for (int e = tid; e < E; e += kGroupThreads) cursor[e] = 0;
+  for (int i = tid; i < kGroupWarps * E; i += kGroupThreads) warp_count[i] = 0;
+  __syncthreads();
+  for (int64_t p = tid; p < R; p += kGroupThreads) {
+    const int e = a.indices[p];
+    if (e >= 0 && e < E) atomicAdd(&cursor[e], 1);
+  }
+  __syncthreads();
+  if (tid == 0) {
+    int run = 0;
+    for (int e = 0; e < E; ++e) {
+      const int c = cursor[e];
+      a.offsets[e] = run, cursor[e] = run;
+      run += c;
     }
+    a.offsets[E] = run;
+  }
+  __syncthreads();
+  for (int64_t base = 0; base < R; base += kGroupThreads) {
+    const int64_t p = base + tid;
+    int e = p < R ? a.indices[p] : -1;
+    const bool valid = e >= 0 && e < E;
+    if (!valid) e = -1;
+    const unsigned peers = __match_any_sync(0xffffffffu, e);
+    const int rank = __popc(peers & ((1u << lane) - 1u)), count = __popc(peers);
+    if (valid && rank == 0) warp_count[warp * E + e] = count;
+    __syncthreads();
+    if (valid) {
+      int before = cursor[e] + rank;
+      for (int w = 0; w < warp; ++w) before += warp_count[w * E + e];
+      a.token[before] = static_cast<int32_t>(p / a.k);
+      a.position[p] = before;
+    } else if (p < R) {
+      a.position[p] = -1;
+    }
+    __syncthreads();
+    if (valid && rank == 0) {
+      atomicAdd(&cursor[e], count);
+      warp_count[warp * E + e] = 0;
+    }
+    __syncthreads();
+  }
+}
+
+// MoeCombineArgs: blocks over (a token's elements along x, tokens along y); the first thread orders the
+// token's slots by position into shared memory, then each thread adds them into its elements in that order,
+// each product rounded before its sum (the CPU's d += c·s; __fmul_rn/__fadd_rn are never fused).
+__global__ void moe_combine_kernel(MoeCombineArgs a) {
+  __shared__ int pos[kMoeMaxTopK];
+  __shared__ float wt[kMoeMaxTopK];
+  __shared__ int n;
+  for (int64_t t = blockIdx.y; t < a.T; t += gridDim.y) {
+    __syncthreads();  // the previous token's slots are no longer read
+    if (threadIdx.x == 0) {
+      int m = 0;
+      for (int64_t j = 0; j < a.k; ++j) {
+        const int p = a.position[t * a.k + j];
+        if (p < 0) continue;
+        int at = m++;
+        for (; at > 0 && pos[at - 1] > p; --at) pos[at] = pos[at - 1], wt[at] = wt[at - 1];
+        pos[at] = p, wt[at] = a.weights[t * a.k + j];
+      }
+      n = m;
+    }
+    __syncthreads();
+    float* d = a.out + t * a.out_st;
+    for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < a.H;
+         i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+      float v = d[i];
+      for (int j = 0; j < n; ++j) v = __fadd_rn(v, __fmul_rn(wt[j], a.y[pos[j] * a.y_st + i]));
+      d[i] = v;
+    }
+  }
+}
+
+// ScaleRowsArgs: blocks over (a row's elements along x, rows along y).
+__global__ void scale_rows_kernel(ScaleRowsArgs a) {
+  for (int64_t r = blockIdx.y; r < a.n; r += gridDim.y) {
+    float* d = a.dst + r * a.dst_st;
+    const float c = a.scale[r];
+    for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < a.width;
+         i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+      d[i] *= c;
   }
 }
 
@@ -121,12 +191,28 @@ void CudaBackend::moe_route(const MoeRouteArgs& a) {
   cuda::check(cudaGetLastError(), "moe_route launch");
 }
 
-void CudaBackend::move_rows(const MoveRowsArgs& a) {
+void CudaBackend::moe_group(const MoeGroupArgs& a) {
+  enter();
+  if (a.E <= 0 || a.E > kMoeMaxExperts)
+    throw_error(ErrorCode::invalid_argument, "moe_group: {} experts (1 to {})", a.E, kMoeMaxExperts);
+  moe_group_kernel<<<1, kGroupThreads, 0, stream()>>>(a);
+  cuda::check(cudaGetLastError(), "moe_group launch");
+}
+
+void CudaBackend::moe_combine(const MoeCombineArgs& a) {
+  enter();
+  if (a.T == 0 || a.H == 0) return;
+  const dim3 grid(cuda::grid_blocks(a.H, cuda::kThreads), cuda::grid_blocks(a.T));
+  moe_combine_kernel<<<grid, cuda::kThreads, 0, stream()>>>(a);
+  cuda::check(cudaGetLastError(), "moe_combine launch");
+}
+
+void CudaBackend::scale_rows(const ScaleRowsArgs& a) {
   enter();
   if (a.n == 0 || a.width == 0) return;
   const dim3 grid(cuda::grid_blocks(a.width, cuda::kThreads), cuda::grid_blocks(a.n));
-  move_rows_kernel<<<grid, cuda::kThreads, 0, stream()>>>(a);
-  cuda::check(cudaGetLastError(), "move_rows launch");
+  scale_rows_kernel<<<grid, cuda::kThreads, 0, stream()>>>(a);
+  cuda::check(cudaGetLastError(), "scale_rows launch");
 }
 
 }  // namespace keel

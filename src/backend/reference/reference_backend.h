@@ -53,7 +53,11 @@ class ReferenceBackend final : public Backend {
   int64_t attention_workspace(const AttentionArgs&) const override { return 0; }
   void moe_route(const MoeRouteArgs& a) override;
   int64_t moe_route_workspace(const MoeRouteArgs&) const override { return 0; }
-  void move_rows(const MoveRowsArgs& a) override;
+  void moe_group(const MoeGroupArgs& a) override;
+  void grouped_matmul(const GroupedMatmulArgs& a) override;
+  int64_t grouped_matmul_workspace(const GroupedMatmulArgs&) const override { return 0; }
+  void moe_combine(const MoeCombineArgs& a) override;
+  void scale_rows(const ScaleRowsArgs& a) override;
   void argmax(const ArgmaxArgs& a) override;
 
  private:

@@ -1,9 +1,12 @@
 // The reference backend's stateful and heavy ops: conv1d, SSD, Gated DeltaNet (both forms run the
-// token-by-token recurrence), attention (full softmax), MoE routing (sorted) and the expert row moves. The
+// token-by-token recurrence), attention (full softmax), MoE routing (sorted), grouping and combine. The
 // carried states are read into double, updated by the reference, and rounded back to f32 at the call's end.
+#include <algorithm>
 #include <cmath>
+#include <utility>
 #include <vector>
 
+#include "backend/moe_host.h"
 #include "backend/reference/reference_backend.h"
 #include "backend/reference/reference_util.h"
 #include "ops/reference/attention_ref.h"
@@ -83,19 +86,34 @@ void ReferenceBackend::moe_route(const MoeRouteArgs& a) {
   }
 }
 
-void ReferenceBackend::move_rows(const MoveRowsArgs& a) {
-  for (int64_t r = 0; r < a.n; ++r) {
-    float* d = a.dst + (a.op == RowsOp::scatter_add ? a.rows[r] : r) * a.dst_st;
-    const float* s = a.op == RowsOp::gather ? a.src + a.rows[r] * a.src_st : a.src + r * a.src_st;
-    for (int64_t i = 0; i < a.width; ++i) {
-      if (a.op == RowsOp::gather)
-        d[i] = s[i];
-      else if (a.op == RowsOp::scatter_add)
-        d[i] = static_cast<float>(double(d[i]) + double(a.scale[r]) * double(s[i]));
-      else
-        d[i] = static_cast<float>(double(d[i]) * double(a.scale[r]));
-    }
+void ReferenceBackend::moe_group(const MoeGroupArgs& a) {
+  host_moe::group(a);
+}
+
+// The experts' products through this backend's own (float64) matmul, expert by expert.
+void ReferenceBackend::grouped_matmul(const GroupedMatmulArgs& a) {
+  std::vector<float> gather(static_cast<size_t>(host_moe::gather_bytes(a) / 4));
+  host_moe::grouped_matmul(*this, a, gather.data());
+}
+
+// Each slot's term added in double and rounded to f32, slots in ascending position (as the CPU orders them).
+void ReferenceBackend::moe_combine(const MoeCombineArgs& a) {
+  for (int64_t t = 0; t < a.T; ++t) {
+    std::vector<std::pair<int32_t, float>> slots;
+    for (int64_t j = 0; j < a.k; ++j)
+      if (a.position[t * a.k + j] >= 0) slots.emplace_back(a.position[t * a.k + j], a.weights[t * a.k + j]);
+    std::sort(slots.begin(), slots.end());
+    float* d = a.out + t * a.out_st;
+    for (const auto& [pos, c] : slots)
+      for (int64_t i = 0; i < a.H; ++i)
+        d[i] = static_cast<float>(double(d[i]) + double(c) * double(a.y[pos * a.y_st + i]));
   }
+}
+
+void ReferenceBackend::scale_rows(const ScaleRowsArgs& a) {
+  for (int64_t r = 0; r < a.n; ++r)
+    for (int64_t i = 0; i < a.width; ++i)
+      a.dst[r * a.dst_st + i] = static_cast<float>(double(a.dst[r * a.dst_st + i]) * double(a.scale[r]));
 }
 
 }  // namespace keel

@@ -47,8 +47,9 @@ RopeTable::RopeTable(const RopeConfig& rope, int64_t head_dim)
               rope.type);
 }
 
-void RopeTable::fill(Backend& be, const Tensor& positions, Tensor& table) const {
-  ops::rope_cos_sin(be, positions, inv_freq_, table);
+void RopeTable::fill(Backend& be, const Tensor& positions, Tensor& table,
+                     std::span<const int32_t> host_positions) const {
+  ops::rope_cos_sin(be, positions, inv_freq_, table, host_positions);
 }
 
 }  // namespace keel::models
