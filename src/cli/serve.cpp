@@ -316,8 +316,10 @@ void run_serve(const ServeFlags& f) {
     spdlog::error("{}: the CUDA context is lost; failing the requests in flight, then rebuilding it and "
                   "reloading {}", f.device, dir);
     http.retire_model();
+    spdlog::info("{}: no request holds the model; releasing the device", f.device);
     serving.reset();
     reset_device_context(f.device);
+    spdlog::info("{}: context reset; loading {} again", f.device, dir);
     serving = std::make_unique<Serving>(f, dir, request_budget, request_memory, defaults);
     spdlog::info("{}: the CUDA context was rebuilt; serving again", f.device);
   }

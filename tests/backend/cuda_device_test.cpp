@@ -80,7 +80,9 @@ TEST(CudaDevice, ACudaErrorIsAnErrorValueNamingTheCallAndDoesNotStick) {
     FAIL() << "copy to nullptr should fail";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("cudaMemcpy to nullptr"), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()).find("sticky"), std::string::npos) << e.what();
   }
+  EXPECT_FALSE(cuda::context_lost());
   void* q = nullptr;
   EXPECT_EQ(cudaMalloc(&q, 1024), cudaSuccess);
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);

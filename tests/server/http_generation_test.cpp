@@ -212,5 +212,17 @@ TEST(ChatGeneration, LogprobsAreTheChosenTokens) {
   for (const Json& e : events)
     if (e.is_object() && !e["choices"].empty() && e["choices"][0]["logprobs"].is_object())
       for (const Json& x : e["choices"][0]["logprobs"]["content"]) streamed.push_back(x);
-  EXPECT_EQ(streamed, entries);
+  if (test_device() == "cpu") {
+    EXPECT_EQ(streamed, entries);  // bitwise: the prompt cache's reuse changes no bit on the CPU
+    return;
+  }
+  // On a GPU the second request's prefill starts from the cached prefix, and chunked prefill there is
+  // equal to one-shot prefill within rounding (docs/CUDA.md), not bitwise: the same tokens, logprobs close.
+  ASSERT_EQ(streamed.size(), entries.size());
+  for (size_t i = 0; i < entries.size(); ++i) {
+    EXPECT_EQ(streamed[i]["token"], entries[i]["token"]) << i;
+    EXPECT_NEAR(streamed[i]["logprob"].get<double>(), entries[i]["logprob"].get<double>(), 1e-4) << i;
+    for (size_t j = 0; j < entries[i]["top_logprobs"].size(); ++j)
+      EXPECT_EQ(streamed[i]["top_logprobs"][j]["token"], entries[i]["top_logprobs"][j]["token"]) << i << " " << j;
+  }
 }

@@ -27,8 +27,11 @@ void check(int status, const char* what) {
   const auto err = static_cast<cudaError_t>(status);
   if (err == cudaSuccess) return;
   cudaGetLastError();  // clears the error where the runtime lets it be cleared (not the sticky ones)
-  // A sticky error (an illegal address, a kernel fault) stays: the context is unusable from now on.
-  const bool sticky = cudaGetLastError() != cudaSuccess;
+  // A sticky error (an illegal address, a kernel fault) stays: the context is unusable from now on, and every
+  // call that reaches it fails (cudaGetLastError does not tell: it resets its own record either way). A
+  // device-wide sync answers: it fails only on a context that is lost (or on another kernel's fault).
+  const bool sticky = cudaDeviceSynchronize() != cudaSuccess;
+  cudaGetLastError();
   if (sticky) g_context_lost = true;
   throw_error(ErrorCode::internal, "CUDA error in {}: {} ({}){}", what, cudaGetErrorName(err),
               cudaGetErrorString(err),
