@@ -313,8 +313,10 @@ void run_serve(const ServeFlags& f) {
     // A sticky CUDA error (logged with the step that failed): every later call on this context fails, so
     // the requests in flight end with that error; once none is left, everything on the device goes, the
     // context is rebuilt and the model loaded again. /health answers 503 meanwhile.
-    spdlog::error("{}: the CUDA context is lost; failing the requests in flight, then rebuilding it and "
-                  "reloading {}", f.device, dir);
+    spdlog::error(
+        "{}: the CUDA context is lost; failing the requests in flight, then rebuilding it and "
+        "reloading {}",
+        f.device, dir);
     http.retire_model();
     spdlog::info("{}: no request holds the model; releasing the device", f.device);
     serving.reset();

@@ -41,7 +41,8 @@ void check_expert_weights(const MoeWeights& w, int64_t H, bool swiglu, int64_t& 
   E = static_cast<int64_t>(w.up.size());
   if (E == 0) throw_error(ErrorCode::invalid_argument, "{}: no expert weights", kOp);
   if (E > kMoeMaxExperts)
-    throw_error(ErrorCode::unsupported, "{}: {} experts (keel runs up to {} per layer)", kOp, E, kMoeMaxExperts);
+    throw_error(ErrorCode::unsupported, "{}: {} experts (keel runs up to {} per layer)", kOp, E,
+                kMoeMaxExperts);
   if (static_cast<int64_t>(w.down.size()) != E || static_cast<int64_t>(w.gate.size()) != (swiglu ? E : 0))
     throw_error(ErrorCode::invalid_argument, "{}: {} up, {} gate, {} down expert weights (want {} each{})",
                 kOp, w.up.size(), w.gate.size(), w.down.size(), E, swiglu ? "" : ", no gate for relu2");
@@ -117,8 +118,8 @@ void grouped_matmul(Backend& be, const Tensor& x, const Tensor* x_rows, const st
   for (int64_t e = 0; e < E; ++e) {
     if (w[e].data.stride_bytes(0) != g.m.w_row_bytes ||
         (first.is_packed() && w[e].scales.stride_bytes(0) != first.scales.stride_bytes(0)))
-      throw_error(ErrorCode::invalid_argument, "{}: expert {}'s rows are {} bytes apart, expert 0's {}", kOp, e,
-                  w[e].data.stride_bytes(0), g.m.w_row_bytes);
+      throw_error(ErrorCode::invalid_argument, "{}: expert {}'s rows are {} bytes apart, expert 0's {}", kOp,
+                  e, w[e].data.stride_bytes(0), g.m.w_row_bytes);
     ptrs[static_cast<size_t>(e)] = static_cast<const char*>(w[e].data.data());
     if (first.is_packed()) {
       ptrs[static_cast<size_t>(E + e)] = static_cast<const char*>(w[e].scales.data());
@@ -236,8 +237,8 @@ void moe_experts(Backend& be, const Tensor& x, const Tensor& indices, const Tens
   Tensor offsets = Tensor::empty(be.pool(), DType::i32, {E + 1}, "moe expert offsets");
   Tensor token = Tensor::empty(be.pool(), DType::i32, {R}, "moe grouped tokens");
   Tensor position = Tensor::empty(be.pool(), DType::i32, {R}, "moe pair positions");
-  be.moe_group(MoeGroupArgs{indices.ptr<const int32_t>(), T, k, E, offsets.ptr<int32_t>(), token.ptr<int32_t>(),
-                            position.ptr<int32_t>()});
+  be.moe_group(MoeGroupArgs{indices.ptr<const int32_t>(), T, k, E, offsets.ptr<int32_t>(),
+                            token.ptr<int32_t>(), position.ptr<int32_t>()});
   Tensor hidden = Tensor::empty(be.pool(), DType::f32, {R, (swiglu ? 2 : 1) * I}, "moe expert hidden");
   Tensor act = hidden;  // the activation's output: [R, I]
   if (swiglu) {
@@ -285,7 +286,8 @@ void moe(Backend& be, const Tensor& x, const MoeWeights& w, const MoeParams& p, 
       Tensor g = Tensor::empty(be.pool(), DType::f32, {T, 1}, "moe shared gate");
       matmul(be, x, w.shared_expert_gate, g);
       activation(be, g, g, Activation::sigmoid);
-      be.scale_rows(ScaleRowsArgs{g.ptr<const float>(), T, H, out.ptr<float>(), stride_floats(kOp, "out", out, 0)});
+      be.scale_rows(
+          ScaleRowsArgs{g.ptr<const float>(), T, H, out.ptr<float>(), stride_floats(kOp, "out", out, 0)});
     }
   } else if (out.is_contiguous()) {
     be.fill_zero(out);

@@ -12,8 +12,8 @@
 // out = Σ_k weight_k · expert_k(x) + shared(x), experts summed in ascending expert index.
 //
 // Tokens are grouped by expert within the step on the backend (Backend::moe_group: for each expert, the
-// (token, slot) pairs that chose it, tokens ascending), each expert matrix of every expert is one backend call
-// over its grouped rows (Backend::grouped_matmul: one launch per matrix per layer on a device), and
+// (token, slot) pairs that chose it, tokens ascending), each expert matrix of every expert is one backend
+// call over its grouped rows (Backend::grouped_matmul: one launch per matrix per layer on a device), and
 // Backend::moe_combine adds each token's k outputs into out. Nothing crosses to the host. Batch invariant on
 // the CPU: a token's output depends only on its own row (matmul is row-invariant; its experts are summed in
 // a fixed order). Variants with

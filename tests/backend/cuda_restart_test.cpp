@@ -3,10 +3,10 @@
 // the server rebuilds the context and reloads the model, /health answers 200 again, and the same request then
 // gives the same greedy completion as a server that never faulted (the oracle: a separate process).
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <chrono>
 #include <cstdlib>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 

@@ -361,7 +361,9 @@ TEST(MoeGroup, StableByExpertThenToken) {
       for (int64_t p = 0; p < R; ++p) {
         const double u = rng.uniform(0.0, 1.0);
         // a few ids out of range; E = 7 crowds the experts (long runs of one expert in a round)
-        ids[static_cast<size_t>(p)] = u < 0.01 ? -1 : u < 0.02 ? double(E) : std::floor(rng.uniform(0.0, 1.0) * double(E));
+        ids[static_cast<size_t>(p)] = u < 0.01   ? -1
+                                      : u < 0.02 ? double(E)
+                                                 : std::floor(rng.uniform(0.0, 1.0) * double(E));
       }
       Tensor indices = tensor_from(*ob, DType::i32, {T, k}, ids);
       Tensor offsets = Tensor::empty(ob->pool(), DType::i32, {E + 1}, "offsets");
@@ -379,9 +381,11 @@ TEST(MoeGroup, StableByExpertThenToken) {
         want_pos[static_cast<size_t>(order[i])] = static_cast<int32_t>(i);
         ASSERT_EQ(token.ptr<int32_t>()[i], order[i] / k) << "E=" << E << " grouped row " << i;
       }
-      for (int64_t p = 0; p < R; ++p) ASSERT_EQ(position.ptr<int32_t>()[p], want_pos[p]) << "E=" << E << " pair " << p;
+      for (int64_t p = 0; p < R; ++p)
+        ASSERT_EQ(position.ptr<int32_t>()[p], want_pos[p]) << "E=" << E << " pair " << p;
       for (int64_t e = 0; e <= E; ++e) {
-        const int64_t before = std::count_if(order.begin(), order.end(), [&](int64_t p) { return ids[p] < e; });
+        const int64_t before =
+            std::count_if(order.begin(), order.end(), [&](int64_t p) { return ids[p] < e; });
         ASSERT_EQ(offsets.ptr<int32_t>()[e], before) << "E=" << E << " expert " << e;
       }
     }

@@ -223,6 +223,7 @@ TEST(ChatGeneration, LogprobsAreTheChosenTokens) {
     EXPECT_EQ(streamed[i]["token"], entries[i]["token"]) << i;
     EXPECT_NEAR(streamed[i]["logprob"].get<double>(), entries[i]["logprob"].get<double>(), 1e-4) << i;
     for (size_t j = 0; j < entries[i]["top_logprobs"].size(); ++j)
-      EXPECT_EQ(streamed[i]["top_logprobs"][j]["token"], entries[i]["top_logprobs"][j]["token"]) << i << " " << j;
+      EXPECT_EQ(streamed[i]["top_logprobs"][j]["token"], entries[i]["top_logprobs"][j]["token"])
+          << i << " " << j;
   }
 }

@@ -131,7 +131,8 @@ void CpuBackend::moe_group(const MoeGroupArgs& a) {
 
 void CpuBackend::grouped_matmul(const GroupedMatmulArgs& a) {
   Tensor gather;  // one expert's gathered rows at a time
-  if (a.x_rows && a.m.T > 0) gather = Tensor::empty(pool(), DType::f32, {a.tokens, a.m.in}, "moe expert inputs");
+  if (a.x_rows && a.m.T > 0)
+    gather = Tensor::empty(pool(), DType::f32, {a.tokens, a.m.in}, "moe expert inputs");
   host_moe::grouped_matmul(*this, a, gather.defined() ? gather.ptr<float>() : nullptr);
 }
 

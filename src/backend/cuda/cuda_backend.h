@@ -75,12 +75,12 @@ class CudaBackend final : public Backend {
   int64_t attention_workspace(const AttentionArgs& a) const override;
   void moe_route(const MoeRouteArgs& a) override;  // moe.cu
   int64_t moe_route_workspace(const MoeRouteArgs& a) const override;
-  void moe_group(const MoeGroupArgs& a) override;  // moe.cu
+  void moe_group(const MoeGroupArgs& a) override;            // moe.cu
   void grouped_matmul(const GroupedMatmulArgs& a) override;  // matmul.cu
   int64_t grouped_matmul_workspace(const GroupedMatmulArgs& a) const override;
   void moe_combine(const MoeCombineArgs& a) override;  // moe.cu
   void scale_rows(const ScaleRowsArgs& a) override;    // moe.cu
-  void argmax(const ArgmaxArgs& a) override;       // sampling.cu
+  void argmax(const ArgmaxArgs& a) override;           // sampling.cu
 
   CUstream_st* stream() const { return stream_; }
   cublasContext* cublas() const { return cublas_; }

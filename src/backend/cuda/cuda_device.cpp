@@ -33,11 +33,12 @@ void check(int status, const char* what) {
   const bool sticky = cudaDeviceSynchronize() != cudaSuccess;
   cudaGetLastError();
   if (sticky) g_context_lost = true;
-  throw_error(ErrorCode::internal, "CUDA error in {}: {} ({}){}", what, cudaGetErrorName(err),
-              cudaGetErrorString(err),
-              sticky ? "; the error is sticky: the CUDA context is lost until it is rebuilt (keel serve rebuilds "
-                       "it and reloads the model; other commands must be restarted)"
-                     : "");
+  throw_error(
+      ErrorCode::internal, "CUDA error in {}: {} ({}){}", what, cudaGetErrorName(err),
+      cudaGetErrorString(err),
+      sticky ? "; the error is sticky: the CUDA context is lost until it is rebuilt (keel serve rebuilds "
+               "it and reloads the model; other commands must be restarted)"
+             : "");
 }
 
 int device_count(std::string* why) {

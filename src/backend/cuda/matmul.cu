@@ -89,8 +89,8 @@ __global__ void gemv_kernel(const MatmulArgs a) {
 constexpr int kTile = 64, kTileK = 16;
 __device__ __forceinline__ void tiled_tile(const MatmulArgs& a, const int32_t* x_rows, int64_t t0,
                                            int64_t t_end, int64_t o0) {
-  __shared__ float xs[kTileK][kTile + 1];  // [k][t]
-  __shared__ float ws[kTileK][kTile + 1];  // [k][o]
+  __shared__ float xs[kTileK][kTile + 1];                  // [k][t]
+  __shared__ float ws[kTileK][kTile + 1];                  // [k][o]
   const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;  // outputs o0 + tx + 16·j, t0 + ty + 16·i
   float acc[4][4] = {};
   for (int64_t k0 = 0; k0 < a.in; k0 += kTileK) {

@@ -24,7 +24,8 @@ class RopeTable {
   const std::vector<float>& inv_freq() const { return inv_freq_; }
   // table [T, rotary_dim] f32: row t = cos of the angles inv_freq · positions[t], then their sin;
   // positions i32 [T], on `be`; host_positions their host copy (checked instead of a download).
-  void fill(Backend& be, const Tensor& positions, Tensor& table, std::span<const int32_t> host_positions = {}) const;
+  void fill(Backend& be, const Tensor& positions, Tensor& table,
+            std::span<const int32_t> host_positions = {}) const;
   int64_t table_bytes(int64_t T) const { return 4 * T * rotary_dim_; }
 
  private:
