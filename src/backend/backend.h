@@ -102,6 +102,8 @@ class Backend {
   virtual int64_t moe_route_workspace(const MoeRouteArgs& a) const;
   virtual void move_rows(const MoveRowsArgs& a);
   virtual void argmax(const ArgmaxArgs& a);
+  virtual void sample_rows(const SampleRowsArgs& a);
+  virtual int64_t sample_rows_workspace(const SampleRowsArgs& a) const;
 
  protected:
   [[noreturn]] void no_kernel(std::string_view op) const;

@@ -56,6 +56,8 @@ class CpuBackend final : public Backend {
   int64_t moe_route_workspace(const MoeRouteArgs& a) const override;
   void move_rows(const MoveRowsArgs& a) override;
   void argmax(const ArgmaxArgs& a) override;
+  void sample_rows(const SampleRowsArgs& a) override;
+  int64_t sample_rows_workspace(const SampleRowsArgs& a) const override;
 
  private:
   int workers() const { return threads_.size(); }

@@ -55,6 +55,8 @@ class ReferenceBackend final : public Backend {
   int64_t moe_route_workspace(const MoeRouteArgs&) const override { return 0; }
   void move_rows(const MoveRowsArgs& a) override;
   void argmax(const ArgmaxArgs& a) override;
+  void sample_rows(const SampleRowsArgs& a) override;
+  int64_t sample_rows_workspace(const SampleRowsArgs& a) const override;
 
  private:
   MemoryPool& pool_;
