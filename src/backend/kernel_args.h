@@ -286,12 +286,12 @@ struct ArgmaxArgs {  // out[r] = index of the largest of row r's V logits (the f
 
 // One row of a sample_rows call (ops/sampling.h states the semantics; the args live in the backend's memory).
 struct SampleRowDesc {
-  int64_t row = 0;  // logits row (< SampleRowsArgs::rows_in)
+  int64_t row = 0;     // logits row (< SampleRowsArgs::rows_in)
   double uniform = 0;  // [0, 1): the draw's one uniform; ignored when greedy (temperature ≤ 0)
   float temperature = 1.0f, top_p = 1.0f, min_p = 0.0f;
   float repetition_penalty = 1.0f, presence_penalty = 0.0f, frequency_penalty = 0.0f;
   int32_t top_k = 0;
-  int32_t top_logprobs = 0;                    // ≤ SampleRowsArgs::max_top
+  int32_t top_logprobs = 0;                      // ≤ SampleRowsArgs::max_top
   int64_t bias_begin = 0, bias_count = 0;        // entries [bias_begin, +count) of bias_ids / bias_values
   int64_t history_begin = 0, history_count = 0;  // tokens [history_begin, +count) of history
 };
@@ -311,9 +311,9 @@ struct SampleRowsArgs {
   int64_t n_bias = 0;
   const int32_t* history = nullptr;  // [n_history]
   int64_t n_history = 0;
-  int64_t max_history = 0;    // max history_count
-  int64_t max_top = 0;        // max top_logprobs
-  bool any_penalty = false;   // some row has history and a penalty ≠ off
+  int64_t max_history = 0;      // max history_count
+  int64_t max_top = 0;          // max top_logprobs
+  bool any_penalty = false;     // some row has history and a penalty ≠ off
   bool any_truncation = false;  // some row samples (temperature > 0) with top_k or top_p on
   // Results: ids [n], logprobs [n] (the chosen id's), top_ids / top_logprobs [n, max_top] (row r's first
   // top_logprobs entries are set).

@@ -139,9 +139,9 @@ void sample_rows(const SampleRowsArgs& a, void* workspace) {
     }
     if (d.history_count > 0)
       std::memcpy(history, a.history + d.history_begin, static_cast<size_t>(d.history_count) * 4);
-    const SamplerConfig c{d.temperature,        d.top_k,           d.top_p,
-                          d.min_p,              d.repetition_penalty, d.presence_penalty,
-                          d.frequency_penalty};
+    const SamplerConfig c{
+        d.temperature,      d.top_k, d.top_p, d.min_p, d.repetition_penalty, d.presence_penalty,
+        d.frequency_penalty};
     bool sorted = false;
     const int64_t count = filter_candidates(src, V, history, d.history_count, c, cand, &sorted);
     const int32_t id = d.temperature > 0 ? draw(cand, count, d.temperature, d.uniform) : cand[0].id;

@@ -260,7 +260,8 @@ void sample_rows(Backend& be, const Tensor& logits, std::span<const RowSampling>
     t.logprob = lps[i];
     t.top.clear();
     const int64_t k = std::min<int64_t>(rows[static_cast<size_t>(i)].top_logprobs, V);
-    for (int64_t j = 0; j < k; ++j) t.top.emplace_back(top_ids[i * a.max_top + j], top_lps[i * a.max_top + j]);
+    for (int64_t j = 0; j < k; ++j)
+      t.top.emplace_back(top_ids[i * a.max_top + j], top_lps[i * a.max_top + j]);
   }
 }
 

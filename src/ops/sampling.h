@@ -87,15 +87,17 @@ struct SampledToken {
 };
 
 // Throws Error(invalid_argument) naming what is wrong when `r` cannot be sampled from a row of `vocab` logits
-// (parameters out of range, a history token outside the vocabulary, a negative top_logprobs, a uniform outside
-// [0, 1)). sample_rows() checks every row this way; a caller checks each row first to fail only the bad one.
+// (parameters out of range, a history token outside the vocabulary, a negative top_logprobs, a uniform
+// outside [0, 1)). sample_rows() checks every row this way; a caller checks each row first to fail only the
+// bad one.
 void check_row_sampling(const RowSampling& r, int64_t vocab);
 
 // out[i] = the token of rows[i] from logits f32 [L, V] (rows contiguous; on `be`, any backend with the
 // sample_rows kernel). The rows' parameters go up in one upload, the results come back in one download;
 // rows may name the same logits row. Pool: sample_rows_bytes(be, V, rows) — the op's two small buffers plus
 // the kernel's workspace (Backend::sample_rows_workspace).
-void sample_rows(Backend& be, const Tensor& logits, std::span<const RowSampling> rows, std::span<SampledToken> out);
+void sample_rows(Backend& be, const Tensor& logits, std::span<const RowSampling> rows,
+                 std::span<SampledToken> out);
 int64_t sample_rows_bytes(const Backend& be, int64_t vocab, std::span<const RowSampling> rows);
 
 }  // namespace keel::ops

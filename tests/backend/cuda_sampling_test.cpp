@@ -41,7 +41,8 @@ Devices& devices() {
 
 ::testing::AssertionResult logprob_near(double got, double want, double tol) {
   if (got == want || std::fabs(got - want) <= tol) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << "logprob " << got << ", want " << want << " (tolerance " << tol << ")";
+  return ::testing::AssertionFailure()
+         << "logprob " << got << ", want " << want << " (tolerance " << tol << ")";
 }
 
 std::vector<ops::SampledToken> cpu_rows(const RowsCase& c, std::vector<ops::RowSampling> rows) {

@@ -16,7 +16,7 @@ namespace keel::testing {
 
 struct RowsCase {
   int64_t L = 0, V = 0;
-  std::vector<float> logits;  // [L, V], row-major
+  std::vector<float> logits;    // [L, V], row-major
   std::vector<uint64_t> seeds;  // per row: rows[i].uniform is SamplerRng(seeds[i])'s first draw (0 if greedy)
   std::vector<std::vector<int32_t>> histories;
   std::vector<std::vector<std::pair<int32_t, float>>> biases;
@@ -42,7 +42,8 @@ inline std::unique_ptr<RowsCase> random_rows_case(std::mt19937_64& g, int64_t L,
     if (V > 4 && unit(g) < 0.01) x = -std::numeric_limits<float>::infinity();
     c->logits[static_cast<size_t>(i)] = x;
   }
-  for (int64_t r = 0; r < L; ++r) c->logits[static_cast<size_t>(r * V + static_cast<int64_t>(g() % V))] = 9.0f;
+  for (int64_t r = 0; r < L; ++r)
+    c->logits[static_cast<size_t>(r * V + static_cast<int64_t>(g() % V))] = 9.0f;
   c->histories.resize(static_cast<size_t>(n));
   c->biases.resize(static_cast<size_t>(n));
   c->seeds.resize(static_cast<size_t>(n));

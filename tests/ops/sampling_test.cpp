@@ -259,12 +259,13 @@ TEST(Sampling, BadInputsAreErrors) {
 // |got − want| ≤ tol, or both the same infinity (the logprob of a −inf logit).
 ::testing::AssertionResult logprob_near(double got, double want, double tol) {
   if (got == want || std::fabs(got - want) <= tol) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << "logprob " << got << ", want " << want << " (tolerance " << tol << ")";
+  return ::testing::AssertionFailure()
+         << "logprob " << got << ", want " << want << " (tolerance " << tol << ")";
 }
 // The host backends' sample_rows against ops::sample (itself checked above against the independent
-// distribution and hand-worked cases) on a copy of the row with the bias added here, drawing the same uniform:
-// the same token bitwise; logprobs against a double log-softmax of the raw row computed here, alternatives
-// against a stable sort of it; the pool peak is sample_rows_bytes exactly.
+// distribution and hand-worked cases) on a copy of the row with the bias added here, drawing the same
+// uniform: the same token bitwise; logprobs against a double log-softmax of the raw row computed here,
+// alternatives against a stable sort of it; the pool peak is sample_rows_bytes exactly.
 TEST(SampleRows, HostBackendsMatchSampleWithTheSameUniform) {
   KEEL_TEST_RNG(rng);
   for (OpBackend* ob : op_backends()) {
@@ -278,7 +279,8 @@ TEST(SampleRows, HostBackendsMatchSampleWithTheSameUniform) {
       Tensor logits = Tensor::empty(ob->pool(), DType::f32, {L, V}, "logits");
       ob->be().upload(c->logits.data(), L * V * 4, logits);
       std::vector<ops::SampledToken> out(static_cast<size_t>(n));
-      const int64_t peak = pool_peak_during(ob->pool(), [&] { ops::sample_rows(ob->be(), logits, c->rows, out); });
+      const int64_t peak =
+          pool_peak_during(ob->pool(), [&] { ops::sample_rows(ob->be(), logits, c->rows, out); });
       EXPECT_EQ(peak, ops::sample_rows_bytes(ob->be(), V, c->rows));
       for (int64_t i = 0; i < n; ++i) {
         SCOPED_TRACE("row " + std::to_string(i));

@@ -34,7 +34,8 @@ int64_t CpuBackend::sample_rows_workspace(const SampleRowsArgs& a) const {
 
 void CpuBackend::sample_rows(const SampleRowsArgs& a) {
   if (a.n == 0) return;
-  Tensor ws = Tensor::empty(pool_, DType::u8, {sampling_host::sample_rows_workspace(a)}, "sampling workspace");
+  Tensor ws =
+      Tensor::empty(pool_, DType::u8, {sampling_host::sample_rows_workspace(a)}, "sampling workspace");
   sampling_host::sample_rows(a, ws.data());
 }
 

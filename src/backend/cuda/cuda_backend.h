@@ -75,8 +75,8 @@ class CudaBackend final : public Backend {
   int64_t attention_workspace(const AttentionArgs& a) const override;
   void moe_route(const MoeRouteArgs& a) override;  // moe.cu
   int64_t moe_route_workspace(const MoeRouteArgs& a) const override;
-  void move_rows(const MoveRowsArgs& a) override;  // moe.cu
-  void argmax(const ArgmaxArgs& a) override;       // sampling.cu
+  void move_rows(const MoveRowsArgs& a) override;      // moe.cu
+  void argmax(const ArgmaxArgs& a) override;           // sampling.cu
   void sample_rows(const SampleRowsArgs& a) override;  // sampling.cu
   int64_t sample_rows_workspace(const SampleRowsArgs& a) const override;
 

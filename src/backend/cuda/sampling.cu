@@ -69,10 +69,10 @@ void CudaBackend::argmax(const ArgmaxArgs& a) {
   cuda::check(cudaGetLastError(), "argmax launch");
 }
 
-// ---- sample_rows -------------------------------------------------------------------------------------------
+// ---- sample_rows -------------------------------------------------------------------------------------
 // The semantics of backend/sampling_host.cpp (the CPU's sample_rows), row for row, in three launches:
-//   1. prepare (one block per row): the row's working copy work[r] = raw row + logit_bias (thread 0 applies the
-//      entries in order, as the host loop does) with the penalties over the history's per-token counts
+//   1. prepare (one block per row): the row's working copy work[r] = raw row + logit_bias (thread 0 adds
+//      the entries in order, as the host loop does) with the penalties over the history's per-token counts
 //      (atomicAdd into counts[r]) — the host's f32 formulas, rounded the same way (__f*_rn: no contraction);
 //      and, when some row truncates (top-k / top-p), sort keys of work[r]: (orderable logit bits << 32) |
 //      (0xffffffff − id), so a descending sort is the host's `better` order (higher logit, then lower id; −0
@@ -81,12 +81,13 @@ void CudaBackend::argmax(const ArgmaxArgs& a) {
 //   3. choose (one block per row): greedy = the best of work[r] (lowest id on ties). Else, as the host:
 //      without top-k / top-p the survivors (min-p's, or all) stay in id order; with them, the sorted
 //      best-first prefix: top-k's k, then top-p's shortest prefix whose running Σ w/total reaches top_p, then
-//      min-p's count (a prefix, the weights falling along it). The draw takes the first survivor whose running
-//      sum of exp((l − max) / T) exceeds uniform · total (the last when rounding leaves none). Sums are in
-//      double, by block scans in chunks of kThreads in the survivors' order: the same terms as the host's
-//      sequential sums, added in another order, so a uniform within ~1e-12 (relative) of a boundary may pick
-//      the neighbour. Then the logprobs over the RAW row: logsumexp in double (max, then Σ exp(x − max)), the
-//      chosen id's, and top_logprobs passes of a block argmax that each take the best ranked below the last.
+//      min-p's count (a prefix, the weights falling along it). The draw takes the first survivor whose
+//      running sum of exp((l − max) / T) exceeds uniform · total (the last when rounding leaves none). Sums
+//      are in double, by block scans in chunks of kThreads in the survivors' order: the same terms as the
+//      host's sequential sums, added in another order, so a uniform within ~1e-12 (relative) of a boundary
+//      may pick the neighbour. Then the logprobs over the RAW row: logsumexp in double (max, then Σ exp(x −
+//      max)), the chosen id's, and top_logprobs passes of a block argmax that each take the best ranked below
+//      the last.
 // Workspace (one pool allocation, 256-byte aligned parts): work n × V f32; counts n × V i32 when any_penalty;
 // when any_truncation keys in / out n × V u64 each, segment offsets (n + 1) i32 and CUB's scratch.
 
@@ -114,8 +115,8 @@ SampleLayout sample_layout(const SampleRowsArgs& a) {
   }
   if (a.any_truncation) {
     if (nv > INT_MAX)
-      throw_error(ErrorCode::unsupported, "sample_rows on CUDA: {} rows × {} logits exceed the sort's int count",
-                  a.n, a.V);
+      throw_error(ErrorCode::unsupported,
+                  "sample_rows on CUDA: {} rows × {} logits exceed the sort's int count", a.n, a.V);
     size_t temp = 0;
     cuda::check(cub::DeviceSegmentedRadixSort::SortKeysDescending(
                     nullptr, temp, static_cast<const uint64_t*>(nullptr), static_cast<uint64_t*>(nullptr),
@@ -166,8 +167,8 @@ __global__ void sample_prepare_kernel(SampleRowsArgs a, float* work, int32_t* co
         if (id < 0 || id >= V) continue;
         w[id] = bias <= -100.0f ? -INFINITY : __fadd_rn(w[id], bias);
       }
-    const bool penalize = d.history_count > 0 && (d.repetition_penalty != 1.0f || d.presence_penalty != 0.0f ||
-                                                  d.frequency_penalty != 0.0f);
+    const bool penalize = d.history_count > 0 && (d.repetition_penalty != 1.0f ||
+                                                  d.presence_penalty != 0.0f || d.frequency_penalty != 0.0f);
     if (penalize) {
       int32_t* c = counts + r * V;
       for (int64_t i = threadIdx.x; i < V; i += blockDim.x) c[i] = 0;
@@ -180,7 +181,8 @@ __global__ void sample_prepare_kernel(SampleRowsArgs a, float* work, int32_t* co
         float l = w[i];
         if (d.repetition_penalty != 1.0f)
           l = l > 0 ? __fdiv_rn(l, d.repetition_penalty) : __fmul_rn(l, d.repetition_penalty);
-        l = __fsub_rn(l, __fadd_rn(d.presence_penalty, __fmul_rn(d.frequency_penalty, static_cast<float>(c[i]))));
+        l = __fsub_rn(
+            l, __fadd_rn(d.presence_penalty, __fmul_rn(d.frequency_penalty, static_cast<float>(c[i]))));
         w[i] = l;
       }
     }
@@ -296,7 +298,8 @@ __global__ void sample_choose_kernel(SampleRowsArgs a, const float* work, const 
       int64_t count = d.top_k > 0 && d.top_k < V ? d.top_k : V;
       if (d.top_p < 1.0f) {
         double part = 0;
-        for (int64_t j = threadIdx.x; j < count; j += blockDim.x) part += weight_at(logit(j), max_logit, 1.0f);
+        for (int64_t j = threadIdx.x; j < count; j += blockDim.x)
+          part += weight_at(logit(j), max_logit, 1.0f);
         const double total = cuda::block_sum(part);
         const double top_p = d.top_p;
         const int64_t cross = block_find_first(
@@ -378,8 +381,8 @@ void CudaBackend::sample_rows(const SampleRowsArgs& a) {
   if (a.any_truncation) {
     size_t temp = l.temp_bytes;
     cuda::check(cub::DeviceSegmentedRadixSort::SortKeysDescending(
-                    base + l.temp, temp, keys_in, keys_out, static_cast<int>(a.n * a.V), static_cast<int>(a.n),
-                    offsets, offsets + 1, 0, 64, stream()),
+                    base + l.temp, temp, keys_in, keys_out, static_cast<int>(a.n * a.V),
+                    static_cast<int>(a.n), offsets, offsets + 1, 0, 64, stream()),
                 "sample_rows sort");
   }
   sample_choose_kernel<<<grid, cuda::kThreads, 0, stream()>>>(a, work, keys_out);

@@ -165,7 +165,8 @@ int64_t ReferenceBackend::sample_rows_workspace(const SampleRowsArgs& a) const {
 
 void ReferenceBackend::sample_rows(const SampleRowsArgs& a) {
   if (a.n == 0) return;
-  Tensor ws = Tensor::empty(pool(), DType::u8, {sampling_host::sample_rows_workspace(a)}, "sampling workspace");
+  Tensor ws =
+      Tensor::empty(pool(), DType::u8, {sampling_host::sample_rows_workspace(a)}, "sampling workspace");
   sampling_host::sample_rows(a, ws.data());
 }
 
