@@ -380,10 +380,11 @@ void CudaBackend::sample_rows(const SampleRowsArgs& a) {
   cuda::check(cudaGetLastError(), "sample_rows prepare launch");
   if (a.any_truncation) {
     size_t temp = l.temp_bytes;
-    cuda::check(cub::DeviceSegmentedRadixSort::SortKeysDescending(
-                    base + l.temp, temp, keys_in, keys_out, static_cast<int>(a.n * a.V),
-                    static_cast<int>(a.n), offsets, offsets + 1, 0, 64, stream()),
-                "sample_rows sort");
+    cuda::check(
+        cub::DeviceSegmentedRadixSort::SortKeysDescending(
+            base + l.temp, temp, keys_in, keys_out, static_cast<int>(a.n * a.V), static_cast<int>(a.n),
+            static_cast<const int*>(offsets), static_cast<const int*>(offsets + 1), 0, 64, stream()),
+        "sample_rows sort");
   }
   sample_choose_kernel<<<grid, cuda::kThreads, 0, stream()>>>(a, work, keys_out);
   cuda::check(cudaGetLastError(), "sample_rows choose launch");
