@@ -282,6 +282,13 @@ TEST(SampleRows, HostBackendsMatchSampleWithTheSameUniform) {
       const int64_t peak =
           pool_peak_during(ob->pool(), [&] { ops::sample_rows(ob->be(), logits, c->rows, out); });
       EXPECT_EQ(peak, ops::sample_rows_bytes(ob->be(), V, c->rows));
+      {  // batch invariance: the last row alone gives the bits it gave in the batch
+        std::vector<ops::SampledToken> alone(1);
+        ops::sample_rows(ob->be(), logits, std::span(c->rows).last(1), alone);
+        EXPECT_EQ(alone[0].id, out.back().id);
+        EXPECT_EQ(alone[0].logprob, out.back().logprob);
+        EXPECT_EQ(alone[0].top, out.back().top);
+      }
       for (int64_t i = 0; i < n; ++i) {
         SCOPED_TRACE("row " + std::to_string(i));
         const ops::RowSampling& r = c->rows[static_cast<size_t>(i)];
