@@ -121,5 +121,11 @@ void Backend::scale_rows(const ScaleRowsArgs&) {
 void Backend::argmax(const ArgmaxArgs&) {
   no_kernel("argmax");
 }
+void Backend::sample_rows(const SampleRowsArgs&) {
+  no_kernel("sample_rows");
+}
+int64_t Backend::sample_rows_workspace(const SampleRowsArgs&) const {
+  no_kernel("sample_rows");
+}
 
 }  // namespace keel

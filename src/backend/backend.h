@@ -106,6 +106,8 @@ class Backend {
   virtual void moe_combine(const MoeCombineArgs& a);
   virtual void scale_rows(const ScaleRowsArgs& a);
   virtual void argmax(const ArgmaxArgs& a);
+  virtual void sample_rows(const SampleRowsArgs& a);
+  virtual int64_t sample_rows_workspace(const SampleRowsArgs& a) const;
 
  protected:
   [[noreturn]] void no_kernel(std::string_view op) const;

@@ -322,4 +322,43 @@ struct ArgmaxArgs {  // out[r] = index of the largest of row r's V logits (the f
   int32_t* out = nullptr;  // [rows]
 };
 
+// One row of a sample_rows call (ops/sampling.h states the semantics; the args live in the backend's memory).
+struct SampleRowDesc {
+  int64_t row = 0;     // logits row (< SampleRowsArgs::rows_in)
+  double uniform = 0;  // [0, 1): the draw's one uniform; ignored when greedy (temperature ≤ 0)
+  float temperature = 1.0f, top_p = 1.0f, min_p = 0.0f;
+  float repetition_penalty = 1.0f, presence_penalty = 0.0f, frequency_penalty = 0.0f;
+  int32_t top_k = 0;
+  int32_t top_logprobs = 0;                      // ≤ SampleRowsArgs::max_top
+  int64_t bias_begin = 0, bias_count = 0;        // entries [bias_begin, +count) of bias_ids / bias_values
+  int64_t history_begin = 0, history_count = 0;  // tokens [history_begin, +count) of history
+};
+
+// Samples n rows of f32 logits: per row, logit_bias (≤ −100: −inf) then penalties over its history, then
+// top-k → top-p → min-p → temperature → the draw with its uniform; temperature ≤ 0: greedy. The chosen id's
+// logprob and the top_logprobs best alternatives (best first, ties lower id) are the log-softmax of the RAW
+// row. Every pointer is in the backend's memory; history ids are inside [0, V) (the op checked), bias ids
+// outside it are ignored. Flags and maxima are over the n rows; with the sizes they fix the workspace.
+struct SampleRowsArgs {
+  const char* logits = nullptr;  // [rows_in, V], row stride row_bytes
+  int64_t row_bytes = 0, rows_in = 0, V = 0;
+  int64_t n = 0;                        // rows to sample
+  const SampleRowDesc* rows = nullptr;  // [n]
+  const int32_t* bias_ids = nullptr;    // [n_bias]
+  const float* bias_values = nullptr;   // [n_bias]
+  int64_t n_bias = 0;
+  const int32_t* history = nullptr;  // [n_history]
+  int64_t n_history = 0;
+  int64_t max_history = 0;      // max history_count
+  int64_t max_top = 0;          // max top_logprobs
+  bool any_penalty = false;     // some row has history and a penalty ≠ off
+  bool any_truncation = false;  // some row samples (temperature > 0) with top_k or top_p on
+  // Results: ids [n], logprobs [n] (the chosen id's), top_ids / top_logprobs [n, max_top] (row r's first
+  // top_logprobs entries are set).
+  int32_t* ids = nullptr;
+  float* logprobs = nullptr;
+  int32_t* top_ids = nullptr;
+  float* top_logprobs = nullptr;
+};
+
 }  // namespace keel

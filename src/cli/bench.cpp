@@ -69,8 +69,14 @@ struct Row {
   int64_t process_transient() const { return process_peak - process_before - state; }
 };
 
+// Greedy: on the model's backend through prepare() (as serve's sampler: only the ids cross), else on the
+// host row.
 class ArgmaxChooser final : public TokenChooser {
  public:
+  bool prepare(std::span<const int32_t>, ops::RowSampling& row) override {
+    row.params.temperature = 0;
+    return true;
+  }
   GeneratedToken choose(std::span<const float> logits, std::span<const int32_t>) override {
     GeneratedToken t;
     t.id = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());

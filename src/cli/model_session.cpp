@@ -166,7 +166,9 @@ Compute make_compute(const std::string& device, const std::string& limit_flag, i
   c.pool = std::make_unique<MemoryPool>(fmt::format("cuda:{}", *gpu), limit, arena.get());
   c.allocator = std::move(arena);
   c.be = std::make_unique<CudaBackend>(*c.pool, *gpu);
-  // The host's share: sampling over the logits that cross each step (a few rows of the vocabulary).
+  // The host's share. The device samples its own logits (Scheduler::deliver → ops::sample_rows on the model's
+  // backend); this backend runs only TokenChooser::choose, for a row that is chosen on the host (a chooser
+  // that does not prepare(), or a model without a sampling backend).
   c.host_pool = std::make_unique<MemoryPool>("cpu", memory_limit_bytes(""));
   c.host = std::make_unique<CpuBackend>(*c.host_pool, 1);
   return c;

@@ -31,7 +31,8 @@ int64_t memory_limit_bytes(const std::string& flag);
 void add_session_options(CLI::App& cmd, SessionOptions& o);
 
 // What a command computes on: the device's pool and backend and, for a device whose memory the host cannot
-// read, a one-thread CPU backend over a small host pool for the host's share (sampling the chosen logits).
+// read, a one-thread CPU backend over a small host pool for the host's share (TokenChooser::choose over a
+// host row; the scheduler samples the device's logits on the device).
 struct Compute {
   std::unique_ptr<DeviceAllocator> allocator;  // a device's one cudaMalloc (null on the CPU)
   std::unique_ptr<MemoryPool> pool;

@@ -10,23 +10,34 @@
 #include <vector>
 
 #include "core/error.h"
+#include "ops/sampling.h"
 
 namespace keel {
 
 enum class FinishReason { stop, length, cancelled, error };
 const char* finish_reason_name(FinishReason r);
 
-struct GeneratedToken {
-  int32_t id = 0;
-  float logprob = 0;                           // log p(id) under the distribution it was drawn from
-  std::vector<std::pair<int32_t, float>> top;  // top_logprobs alternatives (id, logprob), when asked
-};
+// A generated token: id, its logprob (the raw row's log-softmax) and the top_logprobs alternatives (id,
+// logprob), when asked (ops/sampling.h).
+using GeneratedToken = ops::SampledToken;
 
-// Chooses the next token from one logits row and owns the request's sampler state (RNG, penalties).
+// Chooses the next token of one request and owns its sampler state (RNG, bias, penalties' parameters).
+// Two ways, the scheduler picks: where the model samples on its backend (Model::sampling_backend), it calls
+// prepare(), and a chooser that answers true has its row sampled there with the step's other rows in one
+// ops::sample_rows (only the chosen tokens cross to the host); otherwise (a chooser that answers false, or a
+// model without a backend) it calls choose() with the row in host memory.
 class TokenChooser {
  public:
   virtual ~TokenChooser() = default;
-  // logits: vocab floats; history: every token of the sequence so far (prompt + generated).
+  // Fills `row` (all but row.row, which the scheduler sets) for this token — parameters, logit_bias, the
+  // history, and the one uniform drawn now when temperature > 0 — and returns true; false: this chooser
+  // picks on the host (choose()). row's spans may point into the chooser and into `history`, which live
+  // through the step. history: every token of the sequence so far (prompt + generated).
+  virtual bool prepare(std::span<const int32_t> history, ops::RowSampling& row) {
+    (void)history, (void)row;
+    return false;
+  }
+  // logits: vocab floats in host memory; history as for prepare(). Consumes the RNG as prepare() would.
   virtual GeneratedToken choose(std::span<const float> logits, std::span<const int32_t> history) = 0;
 };
 

@@ -1,6 +1,7 @@
-// The TokenChooser the CLI and the server give a request: ops::sample (penalties → top-k → top-p → min-p →
-// temperature, llama.cpp's order; temperature 0 is greedy) with the request's seeded RNG, after the request's
-// logit_bias is added to a copy of the row.
+// The TokenChooser the CLI and the server give a request: ops::sample_rows (logit_bias, then penalties →
+// top-k → top-p → min-p → temperature, llama.cpp's order; temperature 0 is greedy) with the request's seeded
+// RNG, one uniform per sampled token. prepare() hands the row to the scheduler, which samples it on the
+// model's backend (a device samples its own logits); choose() samples a host row on `be`.
 // Reported logprobs are the model's own (log-softmax of the raw logits, as vLLM's default "raw_logprobs"),
 // for the chosen token and the `top_logprobs` best alternatives.
 #pragma once
@@ -24,7 +25,8 @@ struct SamplerConfig {
   std::vector<std::pair<int32_t, float>> logit_bias;
 };
 
-// `be` runs the sampling ops (its pool holds their small workspaces) and must outlive the chooser.
+// `be` (host-addressable: CPU) samples the rows given to choose() (its pool holds their workspace) and must
+// outlive the chooser; rows the scheduler samples through prepare() run on the model's backend instead.
 std::unique_ptr<TokenChooser> make_sampler(Backend& be, const SamplerConfig& config);
 
 }  // namespace keel

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "backend/backend.h"
 #include "core/sysmem.h"
 
 namespace keel {
@@ -493,12 +494,29 @@ void Scheduler::record_step_memory(const PlannedStep& plan, int64_t before, int6
   }
 }
 
-// One logits row per item that asked for one, in item order.
+// One logits row per item that asked for one, in item order. The choosers that prepare() a row have it
+// sampled on the model's backend, all in one ops::sample_rows (only the chosen tokens cross to the host);
+// the others choose from the host rows (host_logits, downloaded only when one of them needs it).
 void Scheduler::deliver(const std::vector<Sequence*>& seqs, const std::vector<StepItem>& items,
                         const Tensor& logits, StepEndings& endings) {
-  int64_t row = 0;
   const int64_t vocab = model_.vocab_size();
-  const std::span<const float> all = model_.host_logits(logits, logits_host_);
+  Backend* const be = model_.sampling_backend();
+  struct Wanted {
+    Sequence* seq;
+    int64_t row;       // logits row
+    int64_t prepared;  // index into `rows`, or −1: chosen on the host
+  };
+  std::vector<Wanted> wanted;
+  std::vector<ops::RowSampling> rows;
+  // The chooser's own pool tensors (sampling workspace) are outside the step's plan: a failure ends the
+  // request (all the step's prepared requests, for a failure of the batch), not the step.
+  auto fail = [&](Sequence& s, const std::exception& e) {
+    spdlog::warn("choosing a token failed ({}); that request ends", e.what());
+    Error err = as_error(e);
+    if (err.code() == ErrorCode::out_of_memory) ++stats_.failed_memory;
+    endings.failed.emplace_back(&s, std::move(err));
+  };
+  int64_t row = 0;
   for (size_t i = 0; i < seqs.size(); ++i) {
     Sequence& s = *seqs[i];
     if (s.in_state() > s.best_in_state) {  // progress, not a redo of what a failed step threw away
@@ -514,19 +532,59 @@ void Scheduler::deliver(const std::vector<Sequence*>& seqs, const std::vector<St
       if (s.request.sink) s.request.sink->on_prefill(s.in_state(), s.n_prompt);
       continue;
     }
-    std::span<const float> r = all.subspan(static_cast<size_t>(row * vocab), static_cast<size_t>(vocab));
-    ++row;
+    const int64_t r = row++;
     if (s.cancelled()) continue;
-    GeneratedToken tok;
+    Wanted w{&s, r, -1};
+    if (be) {
+      try {
+        ops::RowSampling rs;
+        if (s.request.chooser->prepare(s.tokens, rs)) {
+          rs.row = r;
+          ops::check_row_sampling(rs, vocab);  // a bad row fails its request alone
+          w.prepared = static_cast<int64_t>(rows.size());
+          rows.push_back(rs);
+        }
+      } catch (const std::exception& e) {
+        fail(s, e);
+        continue;
+      }
+    }
+    wanted.push_back(w);
+  }
+
+  std::vector<GeneratedToken> sampled(rows.size());
+  std::optional<Error> batch_error;
+  if (!rows.empty()) {
     try {
-      tok = s.request.chooser->choose(r, s.tokens);
+      ops::sample_rows(*be, logits, rows, sampled);
     } catch (const std::exception& e) {
-      // The chooser's own pool tensors (sampling workspace) are outside the step's plan.
-      spdlog::warn("choosing a token failed ({}); that request ends", e.what());
-      Error err = as_error(e);
-      if (err.code() == ErrorCode::out_of_memory) ++stats_.failed_memory;
-      endings.failed.emplace_back(&s, std::move(err));
-      continue;
+      batch_error = as_error(e);
+    }
+  }
+  std::span<const float> all;
+  for (const Wanted& w : wanted)
+    if (w.prepared < 0) {
+      all = model_.host_logits(logits, logits_host_);
+      break;
+    }
+
+  for (const Wanted& w : wanted) {
+    Sequence& s = *w.seq;
+    GeneratedToken tok;
+    if (w.prepared >= 0) {
+      if (batch_error) {
+        fail(s, *batch_error);
+        continue;
+      }
+      tok = std::move(sampled[static_cast<size_t>(w.prepared)]);
+    } else {
+      std::span<const float> r = all.subspan(static_cast<size_t>(w.row * vocab), static_cast<size_t>(vocab));
+      try {
+        tok = s.request.chooser->choose(r, s.tokens);
+      } catch (const std::exception& e) {
+        fail(s, e);
+        continue;
+      }
     }
     s.tokens.push_back(tok.id);
     ++s.n_generated;

@@ -16,6 +16,8 @@
 
 namespace keel {
 
+class Backend;
+
 // A sequence's persistent state (KV cache rows, conv/SSM/DeltaNet states), owned by the engine, allocated
 // from the model's pool. Opaque to the engine beyond these questions.
 class SequenceState {
@@ -80,6 +82,10 @@ class Model {
     (void)buffer;
     return {logits.ptr<float>(), static_cast<size_t>(logits.numel())};
   }
+  // The backend that holds forward()'s logits and samples them (ops::sample_rows: the step's prepared rows
+  // are sampled there, and only the chosen tokens cross to the host); nullptr when the model has none (test
+  // fakes), and then every token is chosen on the host from host_logits(). Owned by the model's loader.
+  virtual Backend* sampling_backend() const { return nullptr; }
   // True when a failed step leaves every state as it was (pure-attention models: rows past tokens() are
   // ignored, and tokens() advances only after the last allocation of the step has succeeded). False for
   // recurrent layers updated in place: the engine then re-prefills the sequences of a failed step.

@@ -67,6 +67,10 @@ class FakeModel final : public Model {
   const std::string& model_type() const override { return type_; }
   int64_t vocab_size() const override { return s_.vocab; }
   int64_t context_limit() const override { return 0; }
+  // Set: the scheduler samples the prepared rows on this (host) backend, as on a real model; null: every
+  // token is chosen on the host through TokenChooser::choose.
+  Backend* sampling_be = nullptr;
+  Backend* sampling_backend() const override { return sampling_be; }
 
   int64_t state_bytes(int64_t tokens, int64_t) const override {
     int64_t blocks = (tokens + s_.block_tokens - 1) / s_.block_tokens;

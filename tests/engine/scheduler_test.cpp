@@ -6,6 +6,8 @@
 
 #include <random>
 
+#include "backend/cpu/cpu_backend.h"
+#include "engine/sampler.h"
 #include "fake_model.h"
 
 using namespace keel;
@@ -386,4 +388,84 @@ TEST(Scheduler, PromptCacheGivesWayToWork) {
   EXPECT_EQ(b.sink->tokens, FakeModel::expected_output(b.prompt, 3, {}, 400, sz.vocab));
   EXPECT_GT(s.stats().prompt_cache_evictions, 0);
   EXPECT_EQ(pool.in_use(), s.stats().prompt_cache_bytes);
+}
+
+namespace {
+
+class TokenRecorder final : public RequestSink {
+ public:
+  bool on_token(const GeneratedToken& t) override {
+    tokens.push_back(t);
+    return true;
+  }
+  void on_finish(FinishReason r, const Error* e) override {
+    reason = r;
+    if (e) code = e->code();
+  }
+  std::vector<GeneratedToken> tokens;
+  FinishReason reason = FinishReason::cancelled;
+  std::optional<ErrorCode> code;
+};
+
+// Four concurrent sampled requests (make_sampler: seeds, top-k, logit_bias, top_logprobs; the last with a bad
+// temperature) through the scheduler, their rows sampled on the model's backend in one batch per step, or
+// (batched false) each chosen on the host.
+std::vector<std::shared_ptr<TokenRecorder>> run_sampled(bool batched) {
+  MemoryPool pool("cpu", 1 << 22);
+  CpuBackend be(pool, 1);
+  FakeModel model(pool, FakeSizes{});
+  model.sampling_be = batched ? &be : nullptr;
+  Scheduler s(model, pool, {.n_slots = 4, .ctx_size = 256, .prefill_chunk_size = 16});
+  std::vector<std::shared_ptr<TokenRecorder>> sinks;
+  for (int i = 0; i < 4; ++i) {
+    SamplerConfig c;
+    c.seed = 100 + static_cast<uint64_t>(i);
+    c.params.temperature = i == 3 ? -1.0f : 1.0f;
+    c.params.top_k = i == 1 ? 3 : 0;
+    c.params.presence_penalty = i == 0 ? 0.5f : 0.0f;
+    c.top_logprobs = i;
+    if (i == 2) c.logit_bias = {{5, -100.0f}, {7, 2.0f}};
+    Request r;
+    r.prompt = {1 + i, 2, 3, 4 + 2 * i};
+    r.max_new_tokens = 12;
+    r.chooser = make_sampler(be, c);
+    sinks.push_back(std::make_shared<TokenRecorder>());
+    r.sink = sinks.back();
+    s.submit(std::move(r));
+  }
+  s.run_until_idle();
+  EXPECT_EQ(pool.in_use(), s.stats().prompt_cache_bytes);
+  return sinks;
+}
+
+}  // namespace
+
+// The batch hands each request its own row's token: the same tokens, logprobs and alternatives as choosing
+// each row on the host (TokenChooser::choose, today's path and the one fake models without a backend take);
+// a request whose row is bad fails alone with invalid_argument.
+TEST(Scheduler, BatchedSamplingMatchesHostChoosing) {
+  const auto batched = run_sampled(true), host = run_sampled(false);
+  for (size_t i = 0; i < 4; ++i) {
+    SCOPED_TRACE("request " + std::to_string(i));
+    if (i == 3) {
+      EXPECT_EQ(batched[i]->reason, FinishReason::error);
+      EXPECT_EQ(batched[i]->code, ErrorCode::invalid_argument);
+      EXPECT_EQ(host[i]->code, ErrorCode::invalid_argument);
+      EXPECT_TRUE(batched[i]->tokens.empty());
+      continue;
+    }
+    EXPECT_EQ(batched[i]->reason, FinishReason::length);
+    ASSERT_EQ(batched[i]->tokens.size(), 12u);
+    ASSERT_EQ(host[i]->tokens.size(), 12u);
+    for (size_t t = 0; t < 12; ++t) {
+      const GeneratedToken &a = batched[i]->tokens[t], &b = host[i]->tokens[t];
+      EXPECT_EQ(a.id, b.id) << "token " << t;
+      EXPECT_EQ(a.logprob, b.logprob) << "token " << t;
+      EXPECT_EQ(a.top, b.top) << "token " << t;
+      EXPECT_EQ(a.top.size(), i) << "token " << t;
+      if (i == 2) {
+        EXPECT_NE(a.id, 5) << "banned";
+      }
+    }
+  }
 }

@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "op_harness.h"
+#include "sampling_rows_cases.h"
 
 using namespace keel;
 using namespace keel::testing;
@@ -251,4 +252,112 @@ TEST(Sampling, BadInputsAreErrors) {
   Tensor vals = nan_tensor(ob, {1, 4});
   Tensor idx = Tensor::empty(ob.pool(), DType::i32, {1, 4}, "indices");
   EXPECT_THROW(ops::top_k(ob.be(), logits.reshape({1, 3}), 4, vals, idx), Error);
+}
+
+// ---- sample_rows
+
+// |got − want| ≤ tol, or both the same infinity (the logprob of a −inf logit).
+::testing::AssertionResult logprob_near(double got, double want, double tol) {
+  if (got == want || std::fabs(got - want) <= tol) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure()
+         << "logprob " << got << ", want " << want << " (tolerance " << tol << ")";
+}
+// The host backends' sample_rows against ops::sample (itself checked above against the independent
+// distribution and hand-worked cases) on a copy of the row with the bias added here, drawing the same
+// uniform: the same token bitwise; logprobs against a double log-softmax of the raw row computed here,
+// alternatives against a stable sort of it; the pool peak is sample_rows_bytes exactly.
+TEST(SampleRows, HostBackendsMatchSampleWithTheSameUniform) {
+  KEEL_TEST_RNG(rng);
+  for (OpBackend* ob : op_backends()) {
+    if (!ob->be().host_addressable()) continue;
+    SCOPED_TRACE(ob->name);
+    const int64_t vocabs[] = {1, 2, 7, 64, 1000, 5000};
+    for (int trial = 0; trial < 36; ++trial) {
+      const int64_t V = vocabs[trial % 6], L = 1 + trial % 4, n = 1 + (trial * 7) % 9;
+      SCOPED_TRACE("V " + std::to_string(V) + " L " + std::to_string(L) + " trial " + std::to_string(trial));
+      auto c = random_rows_case(rng.engine(), L, V, n, trial % 2 == 0);
+      Tensor logits = Tensor::empty(ob->pool(), DType::f32, {L, V}, "logits");
+      ob->be().upload(c->logits.data(), L * V * 4, logits);
+      std::vector<ops::SampledToken> out(static_cast<size_t>(n));
+      const int64_t peak =
+          pool_peak_during(ob->pool(), [&] { ops::sample_rows(ob->be(), logits, c->rows, out); });
+      EXPECT_EQ(peak, ops::sample_rows_bytes(ob->be(), V, c->rows));
+      {  // batch invariance: the last row alone gives the bits it gave in the batch
+        std::vector<ops::SampledToken> alone(1);
+        ops::sample_rows(ob->be(), logits, std::span(c->rows).last(1), alone);
+        EXPECT_EQ(alone[0].id, out.back().id);
+        EXPECT_EQ(alone[0].logprob, out.back().logprob);
+        EXPECT_EQ(alone[0].top, out.back().top);
+      }
+      for (int64_t i = 0; i < n; ++i) {
+        SCOPED_TRACE("row " + std::to_string(i));
+        const ops::RowSampling& r = c->rows[static_cast<size_t>(i)];
+        const float* raw = c->logits.data() + r.row * V;
+        std::vector<float> biased(raw, raw + V);
+        for (auto [id, b] : r.logit_bias)
+          if (id >= 0 && id < V)
+            biased[static_cast<size_t>(id)] =
+                b <= -100.0f ? -std::numeric_limits<float>::infinity() : biased[static_cast<size_t>(id)] + b;
+        Tensor bt = Tensor::empty(ob->pool(), DType::f32, {V}, "biased");
+        ob->be().upload(biased.data(), V * 4, bt);
+        ops::SamplerRng sampler(c->seeds[static_cast<size_t>(i)]);
+        const int32_t want = ops::sample(ob->be(), bt, r.params, r.history, sampler);
+        EXPECT_EQ(out[static_cast<size_t>(i)].id, want);
+        // The RNG contract: one uniform per sampled token, none for greedy.
+        ops::SamplerRng fresh(c->seeds[static_cast<size_t>(i)]);
+        if (r.params.temperature > 0) fresh.uniform();
+        EXPECT_EQ(sampler.uniform(), fresh.uniform());
+        double m = -INFINITY, s = 0;
+        for (int64_t j = 0; j < V; ++j) m = std::max(m, double(raw[j]));
+        for (int64_t j = 0; j < V; ++j) s += std::exp(double(raw[j]) - m);
+        const double lse = m + std::log(s);
+        EXPECT_TRUE(logprob_near(out[static_cast<size_t>(i)].logprob, double(raw[want]) - lse, 1e-5));
+        std::vector<int32_t> order(static_cast<size_t>(V));
+        std::iota(order.begin(), order.end(), 0);
+        std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return raw[a] > raw[b]; });
+        const auto& top = out[static_cast<size_t>(i)].top;
+        ASSERT_EQ(static_cast<int64_t>(top.size()), std::min<int64_t>(r.top_logprobs, V));
+        for (size_t k = 0; k < top.size(); ++k) {
+          EXPECT_EQ(top[k].first, order[k]) << "alternative " << k;
+          EXPECT_TRUE(logprob_near(top[k].second, double(raw[order[k]]) - lse, 1e-5)) << "alternative " << k;
+        }
+      }
+    }
+  }
+}
+
+// Hand-worked: a ban through logit_bias moves greedy to the runner-up, a repeated token's presence penalty
+// moves it further, and a bad row (a history token outside the vocabulary) is an error naming it.
+TEST(SampleRows, HandWorkedBiasPenaltyAndErrors) {
+  for (OpBackend* ob : op_backends()) {
+    if (!ob->be().host_addressable()) continue;
+    SCOPED_TRACE(ob->name);
+    const std::vector<float> x = {1.0f, 4.0f, 3.0f, 2.5f};
+    Tensor logits = Tensor::empty(ob->pool(), DType::f32, {1, 4}, "logits");
+    ob->be().upload(x.data(), 16, logits);
+    const std::vector<std::pair<int32_t, float>> ban = {{1, -100.0f}};
+    const std::vector<int32_t> history = {2, 2};
+    std::vector<ops::RowSampling> rows(3);
+    for (auto& r : rows) r.params.temperature = 0;
+    rows[1].logit_bias = ban;  // 1 banned: 2 (3.0) is best
+    rows[2].logit_bias = ban;
+    rows[2].params.presence_penalty = 1.0f;  // 2 seen: 3.0 − 1 = 2.0 < 2.5: 3 is best
+    rows[2].top_logprobs = 2;
+    std::vector<ops::SampledToken> out(3);
+    ops::sample_rows(ob->be(), logits, rows, out);
+    rows[2].history = history;
+    ops::sample_rows(ob->be(), logits, std::span(rows).subspan(2), std::span(out).subspan(2));
+    EXPECT_EQ(out[0].id, 1);
+    EXPECT_EQ(out[1].id, 2);
+    EXPECT_EQ(out[2].id, 3);
+    const double lse = std::log(std::exp(1.0) + std::exp(4.0) + std::exp(3.0) + std::exp(2.5));
+    EXPECT_NEAR(out[2].logprob, 2.5 - lse, 1e-6);  // the raw row's, bias and penalty aside
+    ASSERT_EQ(out[2].top.size(), 2u);
+    EXPECT_EQ(out[2].top[0].first, 1);
+    EXPECT_EQ(out[2].top[1].first, 2);
+    const std::vector<int32_t> bad = {0, 4};
+    rows[0].history = bad;
+    EXPECT_THROW(ops::sample_rows(ob->be(), logits, rows, out), Error);
+    EXPECT_THROW(ops::check_row_sampling(rows[0], 4), Error);
+  }
 }

@@ -91,6 +91,7 @@ class FailingModel final : public Model {
   std::span<const float> host_logits(const Tensor& logits, std::vector<float>& buffer) const override {
     return inner_.host_logits(logits, buffer);
   }
+  Backend* sampling_backend() const override { return inner_.sampling_backend(); }
   bool state_survives_failed_step() const override { return inner_.state_survives_failed_step(); }
   std::unique_ptr<SequenceState> copy_state(const SequenceState& s, int64_t capacity) override {
     return inner_.copy_state(s, capacity);

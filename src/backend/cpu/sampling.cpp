@@ -1,5 +1,7 @@
-// CPU argmax over rows of logits (the rest of sampling is host code in ops/sampling_host.h).
+// CPU argmax over rows of logits, and sample_rows: the host sampler of backend/sampling_host.h, row by row
+// on the calling thread (the rows' workspace is one row's worth, reused).
 #include "backend/cpu/cpu_backend.h"
+#include "backend/sampling_host.h"
 
 namespace keel::cpu {
 
@@ -24,6 +26,17 @@ void CpuBackend::argmax(const ArgmaxArgs& a) {
       a.out[r] = static_cast<int32_t>(
           cpu::argmax_row(reinterpret_cast<const float*>(a.logits + r * a.row_bytes), a.V));
   });
+}
+
+int64_t CpuBackend::sample_rows_workspace(const SampleRowsArgs& a) const {
+  return sampling_host::sample_rows_workspace(a);
+}
+
+void CpuBackend::sample_rows(const SampleRowsArgs& a) {
+  if (a.n == 0) return;
+  Tensor ws =
+      Tensor::empty(pool_, DType::u8, {sampling_host::sample_rows_workspace(a)}, "sampling workspace");
+  sampling_host::sample_rows(a, ws.data());
 }
 
 }  // namespace keel

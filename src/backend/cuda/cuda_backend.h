@@ -81,6 +81,8 @@ class CudaBackend final : public Backend {
   void moe_combine(const MoeCombineArgs& a) override;  // moe.cu
   void scale_rows(const ScaleRowsArgs& a) override;    // moe.cu
   void argmax(const ArgmaxArgs& a) override;           // sampling.cu
+  void sample_rows(const SampleRowsArgs& a) override;  // sampling.cu
+  int64_t sample_rows_workspace(const SampleRowsArgs& a) const override;
 
   CUstream_st* stream() const { return stream_; }
   cublasContext* cublas() const { return cublas_; }

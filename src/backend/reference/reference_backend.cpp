@@ -1,4 +1,5 @@
-// The reference backend's dense ops: matmul (dense and packed), embedding, norms, activations, rope, argmax.
+// The reference backend's dense ops: matmul (dense and packed), embedding, norms, activations, rope, argmax,
+// and sample_rows (the host sampler of backend/sampling_host.h, as on the CPU: sampling has no float64 form).
 // Each reads its f32 inputs into double, calls the float64 reference of src/ops/reference/ and rounds the
 // result to f32 once.
 #include "backend/reference/reference_backend.h"
@@ -7,6 +8,7 @@
 #include <vector>
 
 #include "backend/reference/reference_util.h"
+#include "backend/sampling_host.h"
 #include "ops/reference/activation_ref.h"
 #include "ops/reference/matmul_ref.h"
 #include "ops/reference/norm_ref.h"
@@ -155,6 +157,17 @@ void ReferenceBackend::argmax(const ArgmaxArgs& a) {
       if (l[i] > l[best]) best = i;
     a.out[r] = static_cast<int32_t>(best);
   }
+}
+
+int64_t ReferenceBackend::sample_rows_workspace(const SampleRowsArgs& a) const {
+  return sampling_host::sample_rows_workspace(a);
+}
+
+void ReferenceBackend::sample_rows(const SampleRowsArgs& a) {
+  if (a.n == 0) return;
+  Tensor ws =
+      Tensor::empty(pool(), DType::u8, {sampling_host::sample_rows_workspace(a)}, "sampling workspace");
+  sampling_host::sample_rows(a, ws.data());
 }
 
 }  // namespace keel

@@ -59,6 +59,8 @@ class ReferenceBackend final : public Backend {
   void moe_combine(const MoeCombineArgs& a) override;
   void scale_rows(const ScaleRowsArgs& a) override;
   void argmax(const ArgmaxArgs& a) override;
+  void sample_rows(const SampleRowsArgs& a) override;
+  int64_t sample_rows_workspace(const SampleRowsArgs& a) const override;
 
  private:
   MemoryPool& pool_;

@@ -1,11 +1,13 @@
-// Host-side sampling over one row of logits in host memory (CPU and reference backends): penalties, top-k,
-// top-p, min-p, temperature, the draw. Candidates are (logit, id); ties in any ordering break toward the
-// lower id, so results are reproducible.
+// Host-side sampling over rows of logits in host memory (the CPU and reference backends' sample_rows, and
+// ops::sample): penalties, top-k, top-p, min-p, temperature, the draw. Candidates are (logit, id); ties in
+// any ordering break toward the lower id, so results are reproducible. In keel_backend (the CPU backend
+// runs it); ops/sampling.cpp calls it too.
 #pragma once
 #include <cstdint>
-#include <random>
 
-namespace keel::ops::host {
+#include "backend/kernel_args.h"
+
+namespace keel::sampling_host {
 
 struct Candidate {
   float logit;
@@ -40,4 +42,15 @@ int64_t filter_candidates(const float* logits, int64_t n, int32_t* history, int6
 // Unnormalized probability of a candidate at `temperature`, in double: exp((l − max_logit) / temperature).
 double candidate_weight(const Candidate& c, float max_logit, float temperature);
 
-}  // namespace keel::ops::host
+// The draw over cand[0, count) (filter_candidates' survivors, in the order it left them): the first
+// candidate whose running sum of weights at `temperature` (max_logit: their best) exceeds uniform · total;
+// the last one when rounding leaves none.
+int32_t draw(const Candidate* cand, int64_t count, float temperature, double uniform);
+
+// SampleRowsArgs (kernel_args.h) row by row on the calling thread, every pointer in host memory.
+// `workspace`: sample_rows_workspace(a) bytes (4-byte aligned): candidates V × 8, the biased row V × 4
+// (when n_bias > 0), the sorted history max_history × 4, the top_logprobs heap max_top × 8.
+void sample_rows(const SampleRowsArgs& a, void* workspace);
+int64_t sample_rows_workspace(const SampleRowsArgs& a);
+
+}  // namespace keel::sampling_host
