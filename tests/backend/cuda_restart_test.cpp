@@ -50,7 +50,7 @@ TEST(CudaRestart, StickyErrorFailsTheRequestAndTheServerRebuilds) {
        !healthy && std::chrono::steady_clock::now() < until;
        std::this_thread::sleep_for(std::chrono::milliseconds(100))) {
     auto h = s.client().Get("/health");
-    healthy = h && h->status == 200 && s.log().find("rebuilt") != std::string::npos;
+    healthy = h && h->status == 200 && s.log().find("serving again") != std::string::npos;
   }
   ASSERT_TRUE(healthy) << s.log();
   auto again = s.client().Post("/v1/completions", kBody, "application/json");

@@ -3,6 +3,8 @@
 #include <cuda_runtime_api.h>
 
 #include <atomic>
+#include <chrono>
+#include <thread>
 
 #include "core/error.h"
 
@@ -20,7 +22,23 @@ void reset_lost_context(int index) {
   cudaSetDevice(index);
   cudaDeviceReset();  // destroys the primary context: every allocation, stream and module of it
   cudaGetLastError();
+  // The driver tears the faulted context down in the background; until it is gone a new one is refused
+  // (cudaErrorDevicesUnavailable where the device allows one context at a time). Wait for a context, up to
+  // a minute, then report what the runtime says.
+  cudaError_t err = cudaSuccess;
+  for (int attempt = 0; attempt < 600; ++attempt) {
+    err = cudaSetDevice(index);
+    if (err == cudaSuccess) err = cudaFree(nullptr);  // makes the context
+    if (err == cudaSuccess) break;
+    cudaGetLastError();
+    cudaDeviceReset();
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  cudaGetLastError();
   g_context_lost = false;
+  if (err != cudaSuccess)
+    throw_error(ErrorCode::internal, "cuda:{}: no new CUDA context a minute after the reset: {} ({})", index,
+                cudaGetErrorName(err), cudaGetErrorString(err));
 }
 
 void check(int status, const char* what) {
