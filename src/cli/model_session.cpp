@@ -187,14 +187,6 @@ bool device_context_lost(const std::string& device) {
 #endif
 }
 
-void reset_device_context(const std::string& device) {
-#ifdef KEEL_HAVE_CUDA
-  if (const std::optional<int> gpu = cuda_index(device)) cuda::reset_lost_context(*gpu);
-#else
-  (void)device;
-#endif
-}
-
 ModelSession open_session(const SessionOptions& o, bool need_tokenizer) {
   ModelSession s;
   s.dir = o.dir.empty() ? default_model_dir() : o.dir;

@@ -51,10 +51,8 @@ void check_device(const std::string& device);
 Compute make_compute(const std::string& device, const std::string& limit_flag, int64_t held_back,
                      int threads);
 
-// Whether `device` (cpu or cuda[:N]) has lost its CUDA context to a sticky error (always false for cpu), and
-// the rebuild once nothing of the old context is in use any more (cuda::reset_lost_context).
+// Whether `device` (cpu or cuda[:N]) has lost its CUDA context to a sticky error (always false for cpu).
 bool device_context_lost(const std::string& device);
-void reset_device_context(const std::string& device);
 
 // The bundled default model: ./models/keel-brown-nemotron-h-8m, else next to the keel binary's folder
 // (build/keel → models/). Throws Error(invalid_argument) saying to pass --model when it is not there.

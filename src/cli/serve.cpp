@@ -2,12 +2,17 @@
 // follow llama-server where they overlap, so a desktop app's launch line works unchanged:
 //   keel serve --model <dir> --ctx-size 8192 --jinja --host 127.0.0.1 --port 39913 --alias repro --parallel 1
 // The port is bound first, so /health answers 503 while the model loads and 200 once requests are served.
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <malloc.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <csignal>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -241,19 +246,47 @@ struct Serving {
   }
 };
 
-// Waits for SIGINT/SIGTERM (returns the signal) or, on a GPU, for its CUDA context to be lost (returns 0).
-int wait_for_stop(const sigset_t& signals, const std::string& device) {
+enum class Wake { stop, restart, device_lost };
+
+// Waits for SIGINT/SIGTERM (stop), SIGHUP (restart) or, on a GPU, for its CUDA context to be lost.
+Wake wait_for_event(const sigset_t& signals, const std::string& device, int& sig) {
   for (;;) {
     if (device == "cpu") {
-      int sig = 0;
       sigwait(&signals, &sig);
-      return sig;
+    } else {
+      const timespec tick{0, 200'000'000};
+      sig = sigtimedwait(&signals, nullptr, &tick);
+      if (sig <= 0 && device_context_lost(device)) return Wake::device_lost;
     }
-    const timespec tick{0, 200'000'000};
-    const int sig = sigtimedwait(&signals, nullptr, &tick);
-    if (sig > 0) return sig;
-    if (device_context_lost(device)) return 0;
+    if (sig == SIGHUP) return Wake::restart;
+    if (sig > 0) return Wake::stop;
   }
+}
+
+// Replaces this process by a fresh `keel serve` with the same arguments (the same process id, so whoever
+// started keel still holds it), handing over the listening socket: the port never closes, and connections
+// that arrive meanwhile wait in its backlog until the new process serves them. Every other descriptor
+// (connections, the GPU driver's) closes. A CUDA context lost to a sticky error can only be rebuilt by a new
+// process (the runtime refuses a second context in this one: measured cudaErrorDevicesUnavailable for a
+// minute after cudaDeviceReset on the H200).
+[[noreturn]] void restart_self(int listen_fd, const char* why) {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::vector<std::string> args;
+  for (std::string a; std::getline(in, a, '\0');) args.push_back(a);
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  setenv("KEEL_LISTEN_FD", std::to_string(listen_fd).c_str(), 1);
+  setenv("KEEL_RESTARTED", why, 1);
+  for (const auto& entry : fs::directory_iterator("/proc/self/fd")) {
+    const int fd = std::atoi(entry.path().filename().c_str());
+    if (fd > 2 && fd != listen_fd) fcntl(fd, F_SETFD, fcntl(fd, F_GETFD) | FD_CLOEXEC);
+  }
+  fcntl(listen_fd, F_SETFD, fcntl(listen_fd, F_GETFD) & ~FD_CLOEXEC);
+  spdlog::default_logger()->flush();
+  execv("/proc/self/exe", argv.data());
+  spdlog::error("restart: exec failed ({}); exiting", std::strerror(errno));
+  std::_Exit(1);
 }
 
 void run_serve(const ServeFlags& f) {
@@ -280,6 +313,7 @@ void run_serve(const ServeFlags& f) {
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   server::ServerOptions options;
@@ -288,6 +322,14 @@ void run_serve(const ServeFlags& f) {
   options.api_key = f.api_key;
   options.parallel = f.parallel;
   options.metrics = f.metrics;
+  if (const char* fd = std::getenv("KEEL_LISTEN_FD")) {  // restart_self's hand-over
+    options.listen_fd = std::atoi(fd);
+    unsetenv("KEEL_LISTEN_FD");
+  }
+  if (const char* why = std::getenv("KEEL_RESTARTED")) {
+    spdlog::info("restarted ({}): loading the model again", why);
+    unsetenv("KEEL_RESTARTED");
+  }
   // Request handling (bodies, parsed JSON, renderings, token ids) gets a budget of its own out of the limit,
   // so the process stays within --memory-limit whatever the requests; the engine plans with the rest. A
   // body its budget could never take is refused from its Content-Length, before it is read.
@@ -301,30 +343,25 @@ void run_serve(const ServeFlags& f) {
   spdlog::info("listening on http://{}:{} (loading {})", f.host, http.port(), dir);
 
   auto serving = std::make_unique<Serving>(f, dir, request_budget, request_memory, defaults);
-  for (;;) {
-    http.set_model(&serving->model);
-    const int sig = wait_for_stop(signals, f.device);
-    if (sig != 0) {
-      spdlog::info("signal {}: stopping", sig);
-      http.stop();  // handlers cancel their requests and finish their responses
-      http.set_model(nullptr);
-      return;
-    }
-    // A sticky CUDA error (logged with the step that failed): every later call on this context fails, so
-    // the requests in flight end with that error; once none is left, everything on the device goes, the
-    // context is rebuilt and the model loaded again. /health answers 503 meanwhile.
-    spdlog::error(
-        "{}: the CUDA context is lost; failing the requests in flight, then rebuilding it and "
-        "reloading {}",
-        f.device, dir);
-    http.retire_model();
-    spdlog::info("{}: no request holds the model; releasing the device", f.device);
-    serving.reset();
-    reset_device_context(f.device);
-    spdlog::info("{}: context reset; loading {} again", f.device, dir);
-    serving = std::make_unique<Serving>(f, dir, request_budget, request_memory, defaults);
-    spdlog::info("{}: the CUDA context was rebuilt; serving again", f.device);
+  http.set_model(&serving->model);
+  int sig = 0;
+  const Wake wake = wait_for_event(signals, f.device, sig);
+  if (wake == Wake::stop) {
+    spdlog::info("signal {}: stopping", sig);
+    http.stop();  // handlers cancel their requests and finish their responses
+    http.set_model(nullptr);
+    return;
   }
+  // SIGHUP, or a sticky CUDA error (logged with the step that failed: every later call on the context
+  // fails, so the requests in flight end with that error). Once no handler holds the model (new requests get
+  // 503 "loading" meanwhile), keel restarts itself and loads the model again.
+  if (wake == Wake::device_lost)
+    spdlog::error("{}: the CUDA context is lost; the requests in flight fail, then keel restarts itself",
+                  f.device);
+  else
+    spdlog::info("SIGHUP: finishing the requests in flight, then restarting");
+  http.retire_model();
+  restart_self(http.listen_fd(), wake == Wake::device_lost ? "the CUDA context was lost" : "SIGHUP");
 }
 
 }  // namespace

@@ -265,6 +265,7 @@ void HttpServer::bind_and_listen() {
   t.head_timeout = options_.head_timeout;
   t.body_timeout = options_.body_timeout;
   t.write_timeout = options_.write_timeout;
+  t.listen_fd = options_.listen_fd;
   // The transport's own errors (malformed or oversized requests, timeouts) in the path's dialect.
   auto errors = [](int status, const std::string& code, const std::string& message, std::string_view path) {
     http::Response res;
@@ -279,6 +280,10 @@ void HttpServer::bind_and_listen() {
       t, [this](const http::Request& req, http::Response& res) { serve(req, res); }, errors);
   impl_->transport->start();
   port_ = impl_->transport->port();
+}
+
+int HttpServer::listen_fd() const {
+  return impl_->transport ? impl_->transport->listen_fd() : -1;
 }
 
 size_t HttpServer::open_connections() const {

@@ -35,6 +35,7 @@ struct ServerOptions {
   std::chrono::milliseconds keepalive_interval{2000};
   // How often a waiting handler checks whether its client went away.
   std::chrono::milliseconds poll_interval{50};
+  int listen_fd = -1;  // a listening socket to serve instead of binding host:port (keel serve's restart)
 };
 
 // Request workers: every request waiting or generating holds one (idle connections hold none), so the pool is
@@ -52,6 +53,7 @@ class HttpServer {
   // threads.
   void start();
   int port() const { return port_; }
+  int listen_fd() const;  // the listening socket (after start())
   // The model is loaded: the API answers from now on. `ctx` must outlive the server (or a
   // set_model(nullptr)).
   void set_model(const ModelContext* ctx);

@@ -62,6 +62,46 @@ TEST(Serve, DesktopAppLaunchLine) {
   EXPECT_EQ(s.stop(), 0) << "SIGTERM ends keel serve with status 0\n" << s.log();
 }
 
+// SIGHUP: the request in flight completes, then keel re-executes itself — the same process id, the same
+// listening socket (the port never closes) — loads the model again and answers as before. The oracle for the
+// second answer is the first one (greedy, no prompt cache: nothing carries over but the weights' bytes).
+TEST(Serve, SighupFinishesTheRequestInFlightThenRestartsOnTheSamePort) {
+  KeelServe s({"-c", "2048", "-t", "1", "--no-prompt-cache"});
+  ASSERT_TRUE(s.ready) << s.log();
+  const Json body = {{"prompt", "Once upon a time"}, {"max_tokens", 24}, {"temperature", 0}};
+  auto first = s.client().Post("/v1/completions", body.dump(), "application/json");
+  ASSERT_TRUE(first);
+  ASSERT_EQ(first->status, 200) << first->body;
+  const std::string want = Json::parse(first->body)["choices"][0]["text"];
+
+  Json streamed = body;
+  streamed["stream"] = true;
+  streamed["max_tokens"] = 400;
+  std::optional<HttpReply> in_flight;
+  std::thread t([&] { in_flight = s.client().Post("/v1/completions", streamed.dump(), "application/json"); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  ASSERT_EQ(::kill(s.pid, SIGHUP), 0);
+  t.join();
+  ASSERT_TRUE(in_flight);
+  EXPECT_EQ(in_flight->status, 200);
+  EXPECT_NE(in_flight->body.find("data: [DONE]"), std::string::npos) << in_flight->body;
+  EXPECT_EQ(in_flight->body.find("error"), std::string::npos) << in_flight->body;
+
+  bool back = false;
+  for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+       !back && std::chrono::steady_clock::now() < until;
+       std::this_thread::sleep_for(std::chrono::milliseconds(50))) {
+    auto h = s.client().Get("/health");
+    back = h && h->status == 200 && s.log().find("restarted (SIGHUP)") != std::string::npos;
+  }
+  ASSERT_TRUE(back) << s.log();
+  EXPECT_FALSE(s.wait_exit(std::chrono::milliseconds(0))) << "the same process serves on";
+  auto second = s.client().Post("/v1/completions", body.dump(), "application/json");
+  ASSERT_TRUE(second);
+  ASSERT_EQ(second->status, 200) << second->body;
+  EXPECT_EQ(Json::parse(second->body)["choices"][0]["text"], want);
+}
+
 TEST(Serve, BadFlagsFailWithAMessage) {
   std::string model = parrot_model("text");
   std::string log = failing_start({"--model", model, "--no-such-flag"});

@@ -3,8 +3,6 @@
 #include <cuda_runtime_api.h>
 
 #include <atomic>
-#include <chrono>
-#include <thread>
 
 #include "core/error.h"
 
@@ -16,29 +14,6 @@ std::atomic<bool> g_context_lost{false};
 
 bool context_lost() {
   return g_context_lost.load();
-}
-
-void reset_lost_context(int index) {
-  cudaSetDevice(index);
-  cudaDeviceReset();  // destroys the primary context: every allocation, stream and module of it
-  cudaGetLastError();
-  // The driver tears the faulted context down in the background; until it is gone a new one is refused
-  // (cudaErrorDevicesUnavailable where the device allows one context at a time). Wait for a context, up to
-  // a minute, then report what the runtime says.
-  cudaError_t err = cudaSuccess;
-  for (int attempt = 0; attempt < 600; ++attempt) {
-    err = cudaSetDevice(index);
-    if (err == cudaSuccess) err = cudaFree(nullptr);  // makes the context
-    if (err == cudaSuccess) break;
-    cudaGetLastError();
-    cudaDeviceReset();
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  cudaGetLastError();
-  g_context_lost = false;
-  if (err != cudaSuccess)
-    throw_error(ErrorCode::internal, "cuda:{}: no new CUDA context a minute after the reset: {} ({})", index,
-                cudaGetErrorName(err), cudaGetErrorString(err));
 }
 
 void check(int status, const char* what) {
@@ -54,9 +29,10 @@ void check(int status, const char* what) {
   throw_error(
       ErrorCode::internal, "CUDA error in {}: {} ({}){}", what, cudaGetErrorName(err),
       cudaGetErrorString(err),
-      sticky ? "; the error is sticky: the CUDA context is lost until it is rebuilt (keel serve rebuilds "
-               "it and reloads the model; other commands must be restarted)"
-             : "");
+      sticky
+          ? "; the error is sticky: this process's CUDA context is lost (keel serve restarts itself; other "
+            "commands must be run again)"
+          : "");
 }
 
 int device_count(std::string* why) {

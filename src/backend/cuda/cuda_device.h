@@ -29,13 +29,9 @@ DeviceInfo device_info(int index);
 // a kernel trap) cannot be cleared: the message says so and context_lost() turns true.
 void check(int status, const char* what);
 
-// Whether a sticky error has made this process's CUDA context unusable (every later call fails). keel serve
-// watches it and rebuilds: it drops every user of the device (engine, model, backend, pool), then calls
-// reset_lost_context and loads the model again.
+// Whether a sticky error has made this process's CUDA context unusable (every later call fails; the runtime
+// gives no second context to this process). keel serve watches it and restarts itself.
 bool context_lost();
-// cudaDeviceReset on device `index` (the context and everything in it are destroyed; the next CUDA call makes
-// a new one) and context_lost() false again. Only when nothing of the old context is used any more.
-void reset_lost_context(int index);
 
 // Test hook: a kernel on `stream` that writes through an invalid address, making the context's error sticky
 // (KEEL_CUDA_FAULT_AT_SYNC, backend/cuda/cuda_backend.h).

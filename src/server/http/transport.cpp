@@ -3,14 +3,17 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 
 #include <array>
 #include <atomic>
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <cerrno>
 #include <climits>
 #include <condition_variable>
+#include <cstring>
 #include <deque>
 #include <future>
 #include <limits>
@@ -548,8 +551,16 @@ void Transport::start() {
     spdlog::warn("only {} open files are allowed (ulimit -n): that bounds the connections served at once",
                  files);
   error_code ec;
-  tcp::resolver resolver(t.ioc);
-  auto found = resolver.resolve(t.options.host, std::to_string(t.options.port), tcp::resolver::passive, ec);
+  if (t.options.listen_fd >= 0) {  // inherited: already bound and listening
+    sockaddr_storage addr{};
+    socklen_t len = sizeof(addr);
+    if (::getsockname(t.options.listen_fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0)
+      throw_error(ErrorCode::invalid_argument, "listening socket {}: {}", t.options.listen_fd,
+                  std::strerror(errno));
+    t.acceptor.assign(addr.ss_family == AF_INET6 ? tcp::v6() : tcp::v4(), t.options.listen_fd, ec);
+    if (ec)
+      throw_error(ErrorCode::invalid_argument, "listening socket {}: {}", t.options.listen_fd, ec.message());
+  }
   auto cannot = [&](const std::string& why) {
     if (t.options.port == 0)
       throw_error(ErrorCode::invalid_argument, "cannot listen on {} (any port): {}", t.options.host, why);
@@ -558,19 +569,27 @@ void Transport::start() {
         "cannot listen on {}:{}: the address is in use or not available (try another --port or --host): {}",
         t.options.host, t.options.port, why);
   };
-  if (ec || found.empty()) cannot(ec ? ec.message() : "no such address");
-  tcp::endpoint ep = found.begin()->endpoint();
-  t.acceptor.open(ep.protocol(), ec);
-  if (!ec) t.acceptor.set_option(asio::socket_base::reuse_address(true), ec);
-  if (!ec) t.acceptor.bind(ep, ec);
-  if (!ec) t.acceptor.listen(asio::socket_base::max_listen_connections, ec);
-  if (ec) cannot(ec.message());
+  if (t.options.listen_fd < 0) {
+    tcp::resolver resolver(t.ioc);
+    auto found = resolver.resolve(t.options.host, std::to_string(t.options.port), tcp::resolver::passive, ec);
+    if (ec || found.empty()) cannot(ec ? ec.message() : "no such address");
+    tcp::endpoint ep = found.begin()->endpoint();
+    t.acceptor.open(ep.protocol(), ec);
+    if (!ec) t.acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+    if (!ec) t.acceptor.bind(ep, ec);
+    if (!ec) t.acceptor.listen(asio::socket_base::max_listen_connections, ec);
+    if (ec) cannot(ec.message());
+  }
   port_ = t.acceptor.local_endpoint().port();
   t.workers.start(std::max(1, t.options.workers));
   t.work.emplace(t.ioc.get_executor());
   asio::post(t.accept_strand, [&t] { t.accept(); });
   for (int i = 0; i < std::max(1, t.options.io_threads); ++i)
     t.io_threads.emplace_back([&t] { t.ioc.run(); });
+}
+
+int Transport::listen_fd() const {
+  return const_cast<tcp::acceptor&>(impl_->acceptor).native_handle();
 }
 
 void Transport::stop() {

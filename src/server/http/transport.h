@@ -46,6 +46,9 @@ struct TransportOptions {
   std::chrono::milliseconds body_timeout{30000};   // without any body byte arriving
   std::chrono::milliseconds write_timeout{30000};  // for one write to reach the socket
   std::chrono::milliseconds linger{2000};          // draining after an error response, before the close
+  // A listening TCP socket to serve instead of binding host:port (keel serve's restart hands its socket to
+  // the re-executed process, so the port never closes); −1: bind.
+  int listen_fd = -1;
 };
 
 // Runs on a request worker; exceptions become a 500 through the ErrorResponder.
@@ -66,6 +69,7 @@ class Transport {
   // them) and starts the io threads and the workers.
   void start();
   int port() const { return port_; }
+  int listen_fd() const;  // the listening socket's descriptor (after start())
   // Stops accepting, closes idle connections, waits for the running handlers (which should notice the
   // server stopping on their own), then closes everything.
   void stop();
