@@ -14,7 +14,11 @@ class Sampler final : public TokenChooser {
     row.uniform = config_.params.temperature > 0 ? rng_.uniform() : 0.0;
     row.top_logprobs = config_.top_logprobs;
     row.logit_bias = config_.logit_bias;
-    row.history = history;
+    // The penalties are the history's only reader: without them none of it crosses to the device.
+    const ops::SamplingParams& p = config_.params;
+    const bool penalized =
+        p.repetition_penalty != 1.0f || p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f;
+    row.history = penalized ? history : std::span<const int32_t>();
     return true;
   }
 
