@@ -1,6 +1,8 @@
 #include "models/decoder.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <string_view>
 
 #include "core/error.h"
 #include "ops/activation.h"
@@ -270,6 +272,14 @@ Tensor DecoderModel::forward(std::span<const StepItem> step) {
     static_cast<DecoderState*>(step[i].state)->tokens_ += ctx.items[i].n;
   be_.synchronize();  // the step ends: its kernels and copies are done when the logits are read
   return logits;
+}
+
+Backend* DecoderModel::sampling_backend() const {
+  static const bool on_device = [] {
+    const char* v = std::getenv("KEEL_DEVICE_SAMPLING");
+    return v && std::string_view(v) == "1";
+  }();
+  return be_.host_addressable() || on_device ? &be_ : nullptr;
 }
 
 std::span<const float> DecoderModel::host_logits(const Tensor& logits, std::vector<float>& buffer) const {
