@@ -248,7 +248,7 @@ struct Serving {
 
 enum class Wake { stop, restart, device_lost };
 
-// Waits for SIGINT/SIGTERM (stop), SIGHUP (restart) or, on a GPU, for its CUDA context to be lost.
+// Waits for SIGINT/SIGTERM (stop), SIGUSR1 (restart) or, on a GPU, for its CUDA context to be lost.
 Wake wait_for_event(const sigset_t& signals, const std::string& device, int& sig) {
   for (;;) {
     if (device == "cpu") {
@@ -258,17 +258,17 @@ Wake wait_for_event(const sigset_t& signals, const std::string& device, int& sig
       sig = sigtimedwait(&signals, nullptr, &tick);
       if (sig <= 0 && device_context_lost(device)) return Wake::device_lost;
     }
-    if (sig == SIGHUP) return Wake::restart;
+    if (sig == SIGUSR1) return Wake::restart;
     if (sig > 0) return Wake::stop;
   }
 }
 
 // Replaces this process by a fresh `keel serve` with the same arguments (the same process id, so whoever
 // started keel still holds it), handing over the listening socket: the port never closes, and connections
-// that arrive meanwhile wait in its backlog until the new process serves them. Every other descriptor
-// (connections, the GPU driver's) closes. A CUDA context lost to a sticky error can only be rebuilt by a new
-// process (the runtime refuses a second context in this one: measured cudaErrorDevicesUnavailable for a
-// minute after cudaDeviceReset on the H200).
+// that arrive meanwhile wait in its backlog until the new process serves them (the caller has stopped
+// accepting). Every other descriptor (idle connections, the GPU driver's) closes. A CUDA context lost to a
+// sticky error can only be rebuilt by a new process (the runtime refuses a second context in this one:
+// measured cudaErrorDevicesUnavailable for a minute after cudaDeviceReset on the H200).
 [[noreturn]] void restart_self(int listen_fd, const char* why) {
   std::ifstream in("/proc/self/cmdline", std::ios::binary);
   std::vector<std::string> args;
@@ -276,15 +276,33 @@ Wake wait_for_event(const sigset_t& signals, const std::string& device, int& sig
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
-  setenv("KEEL_LISTEN_FD", std::to_string(listen_fd).c_str(), 1);
-  setenv("KEEL_RESTARTED", why, 1);
+  // The environment as it is, less this hand-over's variables (and the test hook that made the fault), plus
+  // the new ones: built here rather than by setenv, which other threads' getenv would race.
+  std::vector<std::string> env_s{fmt::format("KEEL_LISTEN_FD={}", listen_fd),
+                                 fmt::format("KEEL_RESTARTED={}", why)};
+  for (char** e = environ; *e; ++e) {
+    const std::string_view v(*e);
+    if (!v.starts_with("KEEL_LISTEN_FD=") && !v.starts_with("KEEL_RESTARTED=") &&
+        !v.starts_with("KEEL_CUDA_FAULT_AT_SYNC="))
+      env_s.emplace_back(v);
+  }
+  std::vector<char*> envp;
+  for (std::string& v : env_s) envp.push_back(v.data());
+  envp.push_back(nullptr);
   for (const auto& entry : fs::directory_iterator("/proc/self/fd")) {
     const int fd = std::atoi(entry.path().filename().c_str());
-    if (fd > 2 && fd != listen_fd) fcntl(fd, F_SETFD, fcntl(fd, F_GETFD) | FD_CLOEXEC);
+    if (fd <= 2 || fd == listen_fd) continue;
+    const int flags = fcntl(fd, F_GETFD);
+    if (flags >= 0) fcntl(fd, F_SETFD, flags | FD_CLOEXEC);  // (−1: the scan's own descriptor, now closed)
   }
-  fcntl(listen_fd, F_SETFD, fcntl(listen_fd, F_GETFD) & ~FD_CLOEXEC);
+  const int flags = fcntl(listen_fd, F_GETFD);
+  if (flags < 0 || fcntl(listen_fd, F_SETFD, flags & ~FD_CLOEXEC) != 0) {
+    spdlog::error("restart: the listening socket {} is not usable ({}); exiting", listen_fd,
+                  std::strerror(errno));
+    std::_Exit(1);
+  }
   spdlog::default_logger()->flush();
-  execv("/proc/self/exe", argv.data());
+  execve("/proc/self/exe", argv.data(), envp.data());
   spdlog::error("restart: exec failed ({}); exiting", std::strerror(errno));
   std::_Exit(1);
 }
@@ -313,7 +331,7 @@ void run_serve(const ServeFlags& f) {
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGHUP);
+  sigaddset(&signals, SIGUSR1);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   server::ServerOptions options;
@@ -352,16 +370,26 @@ void run_serve(const ServeFlags& f) {
     http.set_model(nullptr);
     return;
   }
-  // SIGHUP, or a sticky CUDA error (logged with the step that failed: every later call on the context
-  // fails, so the requests in flight end with that error). Once no handler holds the model (new requests get
-  // 503 "loading" meanwhile), keel restarts itself and loads the model again.
+  // SIGUSR1, or a sticky CUDA error (logged with the step that failed: every later call on the context
+  // fails, so the requests in flight end with that error). New requests get 503 "loading"; once no request
+  // holds the model (their responses written), keel stops accepting and restarts itself. SIGINT/SIGTERM
+  // meanwhile stop it as always.
   if (wake == Wake::device_lost)
     spdlog::error("{}: the CUDA context is lost; the requests in flight fail, then keel restarts itself",
                   f.device);
   else
-    spdlog::info("SIGHUP: finishing the requests in flight, then restarting");
-  http.retire_model();
-  restart_self(http.listen_fd(), wake == Wake::device_lost ? "the CUDA context was lost" : "SIGHUP");
+    spdlog::info("SIGUSR1: finishing the requests in flight, then restarting");
+  while (!http.retire_model(std::chrono::milliseconds(100))) {
+    const timespec now{0, 0};
+    const int s = sigtimedwait(&signals, nullptr, &now);
+    if (s == SIGINT || s == SIGTERM) {
+      spdlog::info("signal {}: stopping", s);
+      http.stop();
+      return;
+    }
+  }
+  http.stop_accepting();
+  restart_self(http.listen_fd(), wake == Wake::device_lost ? "the CUDA context was lost" : "SIGUSR1");
 }
 
 }  // namespace

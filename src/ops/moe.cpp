@@ -116,10 +116,15 @@ void grouped_matmul(Backend& be, const Tensor& x, const Tensor* x_rows, const st
   g.m.w_dtype = first.dtype();
   std::vector<const char*> ptrs(static_cast<size_t>(first.is_packed() ? 3 * E : E));
   for (int64_t e = 0; e < E; ++e) {
-    if (w[e].data.stride_bytes(0) != g.m.w_row_bytes ||
-        (first.is_packed() && w[e].scales.stride_bytes(0) != first.scales.stride_bytes(0)))
+    if (w[e].data.stride_bytes(0) != g.m.w_row_bytes)
       throw_error(ErrorCode::invalid_argument, "{}: expert {}'s rows are {} bytes apart, expert 0's {}", kOp,
                   e, w[e].data.stride_bytes(0), g.m.w_row_bytes);
+    if (first.is_packed() && (w[e].scales.stride_bytes(0) != first.scales.stride_bytes(0) ||
+                              w[e].biases.stride_bytes(0) != first.scales.stride_bytes(0)))
+      throw_error(ErrorCode::invalid_argument,
+                  "{}: expert {}'s scales and biases rows are {} and {} bytes apart, expert 0's scales {}",
+                  kOp, e, w[e].scales.stride_bytes(0), w[e].biases.stride_bytes(0),
+                  first.scales.stride_bytes(0));
     ptrs[static_cast<size_t>(e)] = static_cast<const char*>(w[e].data.data());
     if (first.is_packed()) {
       ptrs[static_cast<size_t>(E + e)] = static_cast<const char*>(w[e].scales.data());
@@ -222,14 +227,21 @@ void moe_experts(Backend& be, const Tensor& x, const Tensor& indices, const Tens
   require_support(be, Op::moe, w.up[0], kOp);
   if (T == 0) return;
 
+  if (k < 1 || k > kMoeMaxTopK)
+    throw_error(ErrorCode::invalid_argument, "{}: {} experts per token (1 to {})", kOp, k, kMoeMaxTopK);
   if (T * k > std::numeric_limits<int32_t>::max())
     throw_error(ErrorCode::invalid_argument, "{}: {} tokens × top_k {} pairs exceed int32", kOp, T, k);
   if (be.host_addressable()) {  // a device trusts its routing (moe_route's indices are in range by making)
     const int32_t* idx = indices.ptr<const int32_t>();
-    for (int64_t i = 0; i < T * k; ++i)
+    for (int64_t i = 0; i < T * k; ++i) {
       if (idx[i] < 0 || idx[i] >= E)
         throw_error(ErrorCode::invalid_argument, "{}: token {} slot {} routes to expert {}, outside [0, {})",
                     kOp, i / k, i % k, idx[i], E);
+      for (int64_t j = i - i % k; j < i; ++j)  // an expert holds at most T rows: once per token
+        if (idx[j] == idx[i])
+          throw_error(ErrorCode::invalid_argument, "{}: token {} routes to expert {} twice", kOp, i / k,
+                      idx[i]);
+    }
   }
   const int64_t R = T * k;
 

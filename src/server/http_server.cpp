@@ -134,9 +134,18 @@ void HttpServer::set_model(const ModelContext* ctx) {
   model_.store(ctx);
 }
 
-void HttpServer::retire_model() {
+bool HttpServer::retire_model(std::chrono::milliseconds timeout) {
   model_.store(nullptr);
-  while (model_users_.load() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (model_users_.load() > 0) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return true;
+}
+
+void HttpServer::stop_accepting() {
+  if (impl_->transport) impl_->transport->stop_accepting();
 }
 
 void HttpServer::start() {
@@ -187,8 +196,10 @@ void HttpServer::install_api_routes() {
   // Each API handler needs the model; ApiError and keel::Error become error bodies in the endpoint's dialect.
   auto api = [this](const char* endpoint, ErrorSender send, auto body) {
     return [this, endpoint, send, body](const http::Request& req, http::Response& res) {
-      const ModelUse use(*this);
-      const ModelContext* model = use.model;
+      // Held until the response has been written: a streamed body (every completion's) is produced after
+      // this returns, and still reads the model.
+      auto use = std::make_shared<const ModelUse>(*this);
+      const ModelContext* model = use->model;
       auto fail = [&](const ApiError& e) {
         metrics_.count_request(endpoint, outcome_of(e));
         send(res, e);
@@ -196,6 +207,8 @@ void HttpServer::install_api_routes() {
       try {
         if (!model) throw loading_error();
         body(req, res, *model);
+        if (res.stream)
+          res.stream = [inner = std::move(res.stream), use](http::BodyWriter& w) { return inner(w); };
       } catch (const ApiError& e) {
         fail(e);
       } catch (const Error& e) {

@@ -57,10 +57,12 @@ class HttpServer {
   // The model is loaded: the API answers from now on. `ctx` must outlive the server (or a
   // set_model(nullptr)).
   void set_model(const ModelContext* ctx);
-  // No model (the API answers 503 "loading" again), returning once no handler uses the one it had (their
-  // requests have ended): after this the old model may be destroyed while the server goes on (keel serve's
-  // rebuild of a lost CUDA context).
-  void retire_model();
+  // No model (the API answers 503 "loading" again); true once no request uses the one it had (their
+  // responses, streamed ones included, have been written), false when `timeout` passed first (call again).
+  // After true the old model may be destroyed while the server goes on (keel serve's restart).
+  bool retire_model(std::chrono::milliseconds timeout);
+  // No more connections are accepted (the listening socket stays open: what arrives waits in its backlog).
+  void stop_accepting();
   void stop();
   ServerMetrics& metrics() { return metrics_; }
   size_t open_connections() const;  // accepted and not yet closed

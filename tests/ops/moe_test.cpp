@@ -437,6 +437,10 @@ TEST(Moe, RejectsBadArguments) {
   Tensor idx = tensor_from(ob, DType::i32, {3, 1}, {0, 8, 1});
   Tensor wts = tensor_from(ob, DType::f32, {3, 1}, {1, 1, 1});
   EXPECT_THROW(ops::moe_experts(ob.be(), x, idx, wts, layer.w, ops::MoeActivation::relu2, out), Error);
+  // a token choosing one expert twice (an expert holds at most one row per token)
+  Tensor twice = tensor_from(ob, DType::i32, {3, 2}, {0, 1, 2, 2, 3, 4});
+  Tensor wts2 = tensor_from(ob, DType::f32, {3, 2}, {1, 1, 1, 1, 1, 1});
+  EXPECT_THROW(ops::moe_experts(ob.be(), x, twice, wts2, layer.w, ops::MoeActivation::relu2, out), Error);
   ops::MoeParams bad = layer.p;
   bad.n_group = 3;  // 8 experts do not split into 3 groups
   Routed unused{Tensor::empty(ob.pool(), DType::i32, {3, 3}, "i"),

@@ -62,10 +62,10 @@ TEST(Serve, DesktopAppLaunchLine) {
   EXPECT_EQ(s.stop(), 0) << "SIGTERM ends keel serve with status 0\n" << s.log();
 }
 
-// SIGHUP: the request in flight completes, then keel re-executes itself — the same process id, the same
+// SIGUSR1: the request in flight completes, then keel re-executes itself — the same process id, the same
 // listening socket (the port never closes) — loads the model again and answers as before. The oracle for the
 // second answer is the first one (greedy, no prompt cache: nothing carries over but the weights' bytes).
-TEST(Serve, SighupFinishesTheRequestInFlightThenRestartsOnTheSamePort) {
+TEST(Serve, Sigusr1FinishesTheRequestInFlightThenRestartsOnTheSamePort) {
   KeelServe s({"-c", "2048", "-t", "1", "--no-prompt-cache"});
   ASSERT_TRUE(s.ready) << s.log();
   const Json body = {{"prompt", "Once upon a time"}, {"max_tokens", 24}, {"temperature", 0}};
@@ -80,7 +80,7 @@ TEST(Serve, SighupFinishesTheRequestInFlightThenRestartsOnTheSamePort) {
   std::optional<HttpReply> in_flight;
   std::thread t([&] { in_flight = s.client().Post("/v1/completions", streamed.dump(), "application/json"); });
   std::this_thread::sleep_for(std::chrono::milliseconds(30));
-  ASSERT_EQ(::kill(s.pid, SIGHUP), 0);
+  ASSERT_EQ(::kill(s.pid, SIGUSR1), 0);
   t.join();
   ASSERT_TRUE(in_flight);
   EXPECT_EQ(in_flight->status, 200);
@@ -92,7 +92,7 @@ TEST(Serve, SighupFinishesTheRequestInFlightThenRestartsOnTheSamePort) {
        !back && std::chrono::steady_clock::now() < until;
        std::this_thread::sleep_for(std::chrono::milliseconds(50))) {
     auto h = s.client().Get("/health");
-    back = h && h->status == 200 && s.log().find("restarted (SIGHUP)") != std::string::npos;
+    back = h && h->status == 200 && s.log().find("restarted (SIGUSR1)") != std::string::npos;
   }
   ASSERT_TRUE(back) << s.log();
   EXPECT_FALSE(s.wait_exit(std::chrono::milliseconds(0))) << "the same process serves on";

@@ -19,10 +19,8 @@ CudaBackend::CudaBackend(MemoryPool& pool, int index)
     : pool_(pool), index_(index), info_(cuda::device_info(index)) {
   const char* blocking = std::getenv("CUDA_LAUNCH_BLOCKING");
   blocking_ = blocking && std::string_view(blocking) == "1";
-  if (const char* fault = std::getenv("KEEL_CUDA_FAULT_AT_SYNC")) {
-    fault_at_sync_ = std::atoll(fault);
-    unsetenv("KEEL_CUDA_FAULT_AT_SYNC");  // once per process tree: not again in the restarted keel serve
-  }
+  // (keel serve's restart leaves the variable out of the new process's environment: it faults once)
+  if (const char* fault = std::getenv("KEEL_CUDA_FAULT_AT_SYNC")) fault_at_sync_ = std::atoll(fault);
   enter();
   cudaStream_t s = nullptr;
   cuda::check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");

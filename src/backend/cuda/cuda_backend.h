@@ -98,8 +98,8 @@ class CudaBackend final : public Backend {
   cublasContext* cublas_ = nullptr;
   bool blocking_ = false;  // CUDA_LAUNCH_BLOCKING=1: copies and fills wait for the device too (tests)
   // KEEL_CUDA_FAULT_AT_SYNC=N (tests of the sticky-error restart): the process's N-th synchronize() (the
-  // end of its N-th step) first launches a kernel that faults (cuda::launch_fault); the variable is removed
-  // from the environment when read, so a restarted keel does not fault again. 0: never.
+  // end of its N-th step) first launches a kernel that faults (cuda::launch_fault); keel serve's restart
+  // leaves the variable out of the new process's environment, so it faults once. 0: never.
   int64_t fault_at_sync_ = 0;
   Allocation
       cublas_workspace_;  // cuBLAS's scratch, from the pool (cublasSetWorkspace), not its own cudaMalloc

@@ -147,6 +147,7 @@ struct Transport::Impl {
   Handler handler;
   ErrorResponder errors;
   std::atomic<bool> stopping{false};
+  bool accept_paused = false;  // stop_accepting(); read and written on accept_strand
   WorkerPool workers;
   // Declared before the io_context: sessions it still holds unregister themselves when it is destroyed.
   mutable std::mutex mu;
@@ -499,7 +500,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
 void Transport::Impl::accept() {
   acceptor.async_accept(asio::make_strand(ioc), [this](error_code ec, tcp::socket socket) {
-    if (stopping) return;
+    if (stopping || accept_paused) return;  // (a connection accepted meanwhile closes with `socket`)
     if (ec) {
       if (ec == asio::error::operation_aborted) return;
       // Out of descriptors (EMFILE) and the like: say so at most once a second, retry shortly.
@@ -515,7 +516,7 @@ void Transport::Impl::accept() {
       }
       accept_retry.expires_after(std::chrono::milliseconds(50));
       accept_retry.async_wait([this](error_code e) {
-        if (!e && !stopping) accept();
+        if (!e && !stopping && !accept_paused) accept();
       });
       return;
     }
@@ -586,6 +587,20 @@ void Transport::start() {
   asio::post(t.accept_strand, [&t] { t.accept(); });
   for (int i = 0; i < std::max(1, t.options.io_threads); ++i)
     t.io_threads.emplace_back([&t] { t.ioc.run(); });
+}
+
+void Transport::stop_accepting() {
+  Impl& t = *impl_;
+  if (t.io_threads.empty()) return;
+  std::promise<void> done;
+  asio::post(t.accept_strand, [&t, &done] {
+    t.accept_paused = true;
+    error_code ec;
+    t.acceptor.cancel(ec);  // the pending accept ends with operation_aborted
+    t.accept_retry.cancel();
+    done.set_value();
+  });
+  done.get_future().wait();
 }
 
 int Transport::listen_fd() const {

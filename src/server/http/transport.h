@@ -70,6 +70,9 @@ class Transport {
   void start();
   int port() const { return port_; }
   int listen_fd() const;  // the listening socket's descriptor (after start())
+  // Accepts no more connections and returns once the accept loop has ended; the socket stays open and
+  // listening (keel serve hands it to its restarted self), so new connections wait in its backlog.
+  void stop_accepting();
   // Stops accepting, closes idle connections, waits for the running handlers (which should notice the
   // server stopping on their own), then closes everything.
   void stop();
