@@ -94,7 +94,9 @@ int64_t filter_candidates(const float* logits, int64_t n, int32_t* history, int6
     int64_t kept = 0;
     for (int64_t i = 0; i < count; ++i)
       if (candidate_weight(cand[i], max_logit, 1.0f) >= c.min_p) cand[kept++] = cand[i];
-    count = kept;
+    // None passes only when the weights are NaN (every logit −inf, e.g. all banned, or an infinite best):
+    // the first candidate stays, so there is always one to draw.
+    count = kept > 0 ? kept : 1;
   }
   return count;
 }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <numeric>
 
@@ -145,6 +146,21 @@ TEST(Sampling, TopPKeepsTheCrossingToken) {
   EXPECT_TRUE(all_close(probs, {e / (e + 1), 1 / (e + 1), 0, 0}, 1e-7, 1e-6));
   ops::sampling_distribution(ob.be(), logits, {1.0f, 0, 0.6f}, {}, probs);
   EXPECT_TRUE(all_close(probs, {1, 0, 0, 0}, 0, 0));
+}
+
+// Every logit −inf (all banned): min-p's weights are NaN and keep nothing, but a token is still drawn from
+// the row (the first candidate), never from outside it.
+TEST(Sampling, MinPOverAnAllBannedRowStillDrawsFromTheRow) {
+  OpBackend& ob = *cpu_op_backends().back();
+  const double ninf = -std::numeric_limits<double>::infinity();
+  Tensor logits = tensor_from(ob, DType::f32, {5}, {ninf, ninf, ninf, ninf, ninf});
+  ops::SamplerRng sampler(3);
+  for (float top_p : {1.0f, 0.9f}) {
+    SamplingParams p{1.0f, 0, top_p, 0.1f};
+    const int32_t id = ops::sample(ob.be(), logits, p, {}, sampler);
+    EXPECT_GE(id, 0);
+    EXPECT_LT(id, 5);
+  }
 }
 
 // Hand-worked penalties: logits (2, −1, 0.5), history {0, 1, 1}, repetition 2, presence 0.5, frequency 0.25:
