@@ -20,7 +20,7 @@ using Json = nlohmann::json;
 
 const std::string kBody = Json{{"prompt", "Once upon a time"}, {"max_tokens", 12}, {"temperature", 0}}.dump();
 
-TEST(CudaRestart, StickyErrorFailsTheRequestAndTheServerRebuilds) {
+TEST(CudaRestart, StickyErrorFailsTheRequestAndTheServerRestartsItself) {
   REQUIRE_GPU();
   const std::vector<std::string> args{"--device", "cuda", "-c", "1024", "--no-prompt-cache", "-t", "2"};
   std::string want;
