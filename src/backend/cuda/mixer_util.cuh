@@ -52,12 +52,18 @@ inline unsigned int grid_blocks(int64_t blocks, const char* op) {
 }
 
 // Lets `kernel` take `bytes` of dynamic shared memory (the opt-in above 48 KiB; H200: up to 227 KiB per
-// block). A size past the device's limit fails at this call, named after `op`.
+// block). A size past the current device's limit is Error(unsupported) naming `op`, both sizes, before
+// anything is launched (the shapes ask too much: a wider head, a longer chunk).
 template <typename Kernel>
 void allow_shared(Kernel kernel, int64_t bytes, const char* op) {
-  if (bytes > kDefaultSharedBytes)
-    check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)),
-          op);
+  if (bytes <= kDefaultSharedBytes) return;
+  int device = 0, most = 0;
+  check(cudaGetDevice(&device), op);
+  check(cudaDeviceGetAttribute(&most, cudaDevAttrMaxSharedMemoryPerBlockOptin, device), op);
+  if (bytes > most)
+    throw_error(ErrorCode::unsupported, "{}: {} bytes per block, the device allows {}", op, bytes, most);
+  check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)),
+        op);
 }
 
 }  // namespace keel::cuda::mixer
