@@ -15,15 +15,8 @@ void embedding(Backend& be, const Weight& table, const Tensor& ids, Tensor& out,
   const int64_t T = ids.dim(0);
   check_tensor("embedding", "out", out, {DType::f32}, {T, d});
   require_support(be, Op::embedding, table, "embedding");
-  if (!host_ids.empty() && static_cast<int64_t>(host_ids.size()) != T)
-    throw_error(ErrorCode::invalid_argument, "embedding: {} host ids for {} ids", host_ids.size(), T);
   std::vector<int32_t> downloaded;  // checked on the host (the ids may live on a device)
-  if (host_ids.empty() && T > 0) {
-    downloaded.resize(static_cast<size_t>(T));
-    be.download(ids, downloaded.data(), 4 * T);
-    host_ids = downloaded;
-  }
-  const std::span<const int32_t> id = host_ids;
+  const std::span<const int32_t> id = host_i32(be, "embedding", "ids", ids, host_ids, downloaded);
   for (int64_t t = 0; t < T; ++t)
     if (id[t] < 0 || id[t] >= vocab)
       throw_error(ErrorCode::invalid_argument,

@@ -76,4 +76,17 @@ void require_support(const Backend& be, Op op, const Weight& w, std::string_view
                 w.bits, w.group_size);
 }
 
+std::span<const int32_t> host_i32(Backend& be, std::string_view op, std::string_view name, const Tensor& t,
+                                  std::span<const int32_t> given, std::vector<int32_t>& storage) {
+  const int64_t T = t.dim(0);
+  if (!given.empty()) {
+    if (static_cast<int64_t>(given.size()) != T)
+      throw_error(ErrorCode::invalid_argument, "{}: {} host {} for {} {}", op, given.size(), name, T, name);
+    return given;
+  }
+  storage.resize(static_cast<size_t>(T));
+  if (T > 0) be.download(t, storage.data(), 4 * T);
+  return storage;
+}
+
 }  // namespace keel::ops

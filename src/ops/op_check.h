@@ -3,7 +3,9 @@
 #pragma once
 #include <cstdint>
 #include <initializer_list>
+#include <span>
 #include <string_view>
+#include <vector>
 
 #include "backend/backend.h"
 #include "core/tensor.h"
@@ -28,6 +30,11 @@ void check_weight(std::string_view op, std::string_view name, const Weight& w,
 // Asks the backend before work is placed on it: Error(unsupported) naming the op, the backend and the dtype
 // (of the weight, or the input for ops without weights) when be.supports(op, dtype) says no.
 void require_support(const Backend& be, Op op, DType dtype, std::string_view what);
+
+// The i32 [T] tensor `t`'s values on the host, for a check: `given` (the caller's host copy; its size must be
+// T) or, when empty, a download of `t` into `storage` (on a device that waits for the stream).
+std::span<const int32_t> host_i32(Backend& be, std::string_view op, std::string_view name, const Tensor& t,
+                                  std::span<const int32_t> given, std::vector<int32_t>& storage);
 inline void require_support(const Backend& be, Op op, DType dtype) {
   require_support(be, op, dtype, op_name(op));
 }

@@ -30,16 +30,9 @@ void rope_cos_sin(Backend& be, const Tensor& positions, std::span<const float> i
   if (R <= 0) throw_error(ErrorCode::invalid_argument, "rope_cos_sin: no frequencies");
   check_tensor("rope_cos_sin", "cos_sin", cos_sin, {DType::f32}, {T, R});
   require_support(be, Op::rope, DType::f32, "rope_cos_sin");
-  if (!host_positions.empty() && static_cast<int64_t>(host_positions.size()) != T)
-    throw_error(ErrorCode::invalid_argument, "rope_cos_sin: {} host positions for {} positions",
-                host_positions.size(), T);
   std::vector<int32_t> downloaded;  // checked on the host (they may live on a device)
-  if (host_positions.empty() && T > 0) {
-    downloaded.resize(static_cast<size_t>(T));
-    be.download(positions, downloaded.data(), 4 * T);
-    host_positions = downloaded;
-  }
-  const std::span<const int32_t> pos = host_positions;
+  const std::span<const int32_t> pos =
+      host_i32(be, "rope_cos_sin", "positions", positions, host_positions, downloaded);
   for (int64_t t = 0; t < T; ++t)
     if (pos[t] < 0)
       throw_error(ErrorCode::invalid_argument, "rope_cos_sin: position {} at token {}", pos[t], t);

@@ -128,6 +128,22 @@ TEST(MoeRoute, MatchesReference) {
   }
 }
 
+// The rows of the tokens whose routing is clear of near-ties (margin ≥ kMinMargin), of the output and of the
+// reference: only those are compared (a near-tie may route either way).
+struct Kept {
+  std::vector<double> got, want;
+};
+Kept kept_rows(const std::vector<double>& got, const std::vector<double>& want,
+               const ref::MoeRouting& routing, int64_t T, int64_t H) {
+  Kept k;
+  for (int64_t t = 0; t < T; ++t) {
+    if (routing.margin[t] < kMinMargin) continue;
+    k.got.insert(k.got.end(), got.begin() + t * H, got.begin() + (t + 1) * H);
+    k.want.insert(k.want.end(), want.begin() + t * H, want.begin() + (t + 1) * H);
+  }
+  return k;
+}
+
 // One random MoE layer in both families, weights stored in `dtype`.
 struct Layer {
   ops::MoeParams p;
@@ -249,14 +265,9 @@ TEST(Moe, MatchesReference) {
           ops::moe(ob->be(), x, layer.w, layer.p, out);
           ref::MoeRouting routing;
           std::vector<double> want = ref::moe(layer.config(), T, layer.H, layer.rw, values(x), &routing);
-          std::vector<double> got = values(out), got_kept, want_kept;
-          for (int64_t t = 0; t < T; ++t) {
-            if (routing.margin[t] < kMinMargin) continue;
-            got_kept.insert(got_kept.end(), got.begin() + t * layer.H, got.begin() + (t + 1) * layer.H);
-            want_kept.insert(want_kept.end(), want.begin() + t * layer.H, want.begin() + (t + 1) * layer.H);
-          }
-          EXPECT_GE(static_cast<int64_t>(got_kept.size()), std::max<int64_t>(0, T - 2) * layer.H);
-          EXPECT_TRUE(all_close(got_kept, want_kept, kAtolScale * max_abs(want), kRtol));
+          const Kept k = kept_rows(values(out), want, routing, T, layer.H);
+          EXPECT_GE(static_cast<int64_t>(k.got.size()), std::max<int64_t>(0, T - 2) * layer.H);
+          EXPECT_TRUE(all_close(k.got, k.want, kAtolScale * max_abs(want), kRtol));
         }
       }
     }
@@ -288,14 +299,9 @@ TEST(Moe, PackedExpertsMatchReference) {
           }
           ref::MoeRouting routing;
           std::vector<double> want = ref::moe(layer.config(), T, layer.H, layer.rw, values(x), &routing);
-          std::vector<double> got = values(out), got_kept, want_kept;
-          for (int64_t t = 0; t < T; ++t) {
-            if (routing.margin[t] < kMinMargin) continue;
-            got_kept.insert(got_kept.end(), got.begin() + t * layer.H, got.begin() + (t + 1) * layer.H);
-            want_kept.insert(want_kept.end(), want.begin() + t * layer.H, want.begin() + (t + 1) * layer.H);
-          }
-          EXPECT_GE(static_cast<int64_t>(got_kept.size()), std::max<int64_t>(0, T - 2) * layer.H);
-          EXPECT_TRUE(all_close(got_kept, want_kept, kAtolScale * max_abs(want), kRtol));
+          const Kept k = kept_rows(values(out), want, routing, T, layer.H);
+          EXPECT_GE(static_cast<int64_t>(k.got.size()), std::max<int64_t>(0, T - 2) * layer.H);
+          EXPECT_TRUE(all_close(k.got, k.want, kAtolScale * max_abs(want), kRtol));
           if (T != 64) continue;
           for (int64_t t : {0, 63}) {
             Tensor one = nan_tensor(*ob, {1, layer.H});
@@ -407,14 +413,9 @@ TEST(Moe, ManyExpertsMatchReference) {
       ops::moe(ob->be(), x, layer.w, layer.p, out);
       ref::MoeRouting routing;
       std::vector<double> want = ref::moe(layer.config(), T, layer.H, layer.rw, values(x), &routing);
-      std::vector<double> got = values(out), got_kept, want_kept;
-      for (int64_t t = 0; t < T; ++t) {
-        if (routing.margin[t] < kMinMargin) continue;
-        got_kept.insert(got_kept.end(), got.begin() + t * layer.H, got.begin() + (t + 1) * layer.H);
-        want_kept.insert(want_kept.end(), want.begin() + t * layer.H, want.begin() + (t + 1) * layer.H);
-      }
-      EXPECT_GE(static_cast<int64_t>(got_kept.size()), (T - 10) * layer.H) << "near-ties are rare";
-      EXPECT_TRUE(all_close(got_kept, want_kept, kAtolScale * max_abs(want), kRtol))
+      const Kept k = kept_rows(values(out), want, routing, T, layer.H);
+      EXPECT_GE(static_cast<int64_t>(k.got.size()), (T - 10) * layer.H) << "near-ties are rare";
+      EXPECT_TRUE(all_close(k.got, k.want, kAtolScale * max_abs(want), kRtol))
           << (nemotron ? "nemotron_h" : "qwen3_5_moe");
     }
   }
