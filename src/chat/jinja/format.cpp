@@ -96,14 +96,16 @@ Value percent_format(const Value& fmt_value, const Value& args) {
   bool markup = fmt_value.is_markup();
   std::vector<Value> positional;
   const Value* mapping = nullptr;
-  if (args.is_list() && args.flavor() == ListFlavor::tuple) {
+  bool tuple = args.is_list() && args.flavor() == ListFlavor::tuple;
+  // Python treats any non-tuple, non-string object with __getitem__ (a dict, a list, jinja2's Undefined)
+  // as the mapping of %(name)s, and then never complains that arguments were left unconverted.
+  bool subscriptable = !tuple && (args.is_dict() || args.is_undefined() || args.is_list());
+  if (tuple) {
     positional = args.items();
   } else {
-    // Python treats any object with __getitem__ (a dict, jinja2's Undefined) as the mapping of %(name)s.
     if (args.is_dict() || args.is_undefined()) mapping = &args;
     positional.push_back(args);
   }
-  bool single = !(args.is_list() && args.flavor() == ListFlavor::tuple);
   size_t next = 0;
   bool used_mapping = false;
   auto take = [&]() -> Value {
@@ -122,6 +124,7 @@ Value percent_format(const Value& fmt_value, const Value& args) {
     if (f[i] == '(') {
       size_t close = f.find(')', i);
       if (close == std::string::npos) value_error("incomplete format key");
+      if (!mapping && subscriptable) type_error("list indices must be integers or slices, not str");
       if (!mapping) type_error("format requires a mapping");
       if (mapping->is_undefined()) fail_undefined(*mapping);
       const Value* v = mapping->dict_data().find(f.substr(i + 1, close - i - 1));
@@ -211,7 +214,7 @@ Value percent_format(const Value& fmt_value, const Value& args) {
     }
     out += pad(std::move(body), width, left, ' ', zero && numeric && !left);
   }
-  if (next < positional.size() && !(single && mapping) && !(used_mapping)) {
+  if (next < positional.size() && !subscriptable && !used_mapping) {
     type_error("not all arguments converted during string formatting");
   }
   return Value::string(std::move(out), markup);
