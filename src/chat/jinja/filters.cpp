@@ -145,9 +145,11 @@ Value f_indent(Interpreter&, const Value& v, Args& a) {
   if (first) rv = indention + rv;
   return string_like(v, std::move(rv));
 }
+// jinja2's do_truncate: the value itself when len(value) ≤ length + leeway (a short list, an undefined:
+// unchanged, not stringified); otherwise a string's head, cut at a space unless killwords, plus `end`
+// (escaped when the value is markup). len() of a number or none is Python's TypeError.
 Value f_truncate(Interpreter&, const Value& v, Args& a) {
   ArgReader r(a, "do_truncate", {"length", "killwords", "end", "leeway"});
-  std::string s = to_str(v);
   int64_t length = int_arg(r.get_or(0, Value::integer(255)), "length");
   bool killwords = truthy(r.get_or(1, Value::boolean(false)));
   std::string end = to_str(r.get_or(2, Value::string("...")));
@@ -156,11 +158,18 @@ Value f_truncate(Interpreter&, const Value& v, Args& a) {
   auto end_len = static_cast<int64_t>(pystr::length(end));
   if (length < end_len) raise_error("AssertionError", "expected length >= {}, got {}", end_len, length);
   if (leeway < 0) raise_error("AssertionError", "expected leeway >= 0, got {}", leeway);
-  auto cps = pystr::decode(s);
-  if (static_cast<int64_t>(cps.size()) <= length + leeway) return Value::string(s);
+  if (keel::chat::jinja::length(v) <= length + leeway) return v;
+  if (v.is_list()) {
+    if (killwords) type_error("can only concatenate list (not \"str\") to list");
+    raise_error("AttributeError", "'list' object has no attribute 'rsplit'");
+  }
+  if (!v.is_string()) type_error("unhashable type: 'slice'");
+  const bool markup = v.is_markup();
+  if (markup) end = html_escape(end);
+  auto cps = pystr::decode(v.str());
   std::string head = pystr::encode(cps, 0, static_cast<size_t>(length - end_len));
-  if (killwords) return Value::string(head + end);
-  return Value::string(pystr::rsplit(head, std::string(" "), 1)[0] + end);
+  if (killwords) return Value::string(head + end, markup);
+  return Value::string(pystr::rsplit(head, std::string(" "), 1)[0] + end, markup);
 }
 Value f_wordcount(Interpreter&, const Value& v, Args& a) {
   ArgReader(a, "do_wordcount", {});

@@ -7,7 +7,10 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <span>
 #include <unordered_set>
+
+#include "chat/jinja/special_casing.h"
 
 namespace keel::chat::jinja::pystr {
 namespace {
@@ -62,65 +65,20 @@ uint32_t map_case(uint32_t cp, int mode) {  // 0 lower, 1 upper, 2 title
                                            : utf8proc_totitle(c));
 }
 
-// Full (one-to-many) uppercase mappings of CPython that utf8proc's simple mapping lacks, for the common
-// cases.
-bool append_special_upper(std::string& out, uint32_t cp) {
-  switch (cp) {
-    case 0xDF:
-      out += "SS";
-      return true;  // ß
-    case 0xFB00:
-      out += "FF";
-      return true;  // ﬀ
-    case 0xFB01:
-      out += "FI";
-      return true;  // ﬁ
-    case 0xFB02:
-      out += "FL";
-      return true;  // ﬂ
-    case 0xFB03:
-      out += "FFI";
-      return true;  // ﬃ
-    case 0xFB04:
-      out += "FFL";
-      return true;  // ﬄ
-    case 0xFB05:
-    case 0xFB06:
-      out += "ST";
-      return true;  // ﬅ ﬆ
-    default:
-      return false;
-  }
+// CPython's full (one-to-many) upper-case and title-case mappings that utf8proc's simple mappings lack, from
+// the generated table (special_casing.h): appended and true when cp has one.
+bool append_special(std::string& out, uint32_t cp, std::span<const SpecialCase> table) {
+  auto it = std::lower_bound(table.begin(), table.end(), cp,
+                             [](const SpecialCase& e, uint32_t c) { return e.cp < c; });
+  if (it == table.end() || it->cp != cp) return false;
+  out += it->utf8;
+  return true;
 }
-
-// Title-case forms (str.title, str.capitalize) that are more than one code point.
+bool append_special_upper(std::string& out, uint32_t cp) {
+  return append_special(out, cp, kSpecialUpper);
+}
 bool append_special_title(std::string& out, uint32_t cp) {
-  switch (cp) {
-    case 0xDF:
-      out += "Ss";
-      return true;
-    case 0xFB00:
-      out += "Ff";
-      return true;
-    case 0xFB01:
-      out += "Fi";
-      return true;
-    case 0xFB02:
-      out += "Fl";
-      return true;
-    case 0xFB03:
-      out += "Ffi";
-      return true;
-    case 0xFB04:
-      out += "Ffl";
-      return true;
-    case 0xFB05:
-    case 0xFB06:
-      out += "St";
-      return true;
-    default:
-      return false;
-  }
+  return append_special(out, cp, kSpecialTitle);
 }
 
 // CPython's lower() special cases: İ becomes i + combining dot; a capital sigma that ends a word (a cased
@@ -517,17 +475,22 @@ std::string capitalize(std::string_view s) {
   return out + lower(s.substr(n));
 }
 
+// Python's str.swapcase: an upper-case code point takes its full lower mapping (final sigma included), a
+// lower-case one its full upper mapping (ß → SS, ﬁ → FI), anything else (titlecase ǅ) stays.
 std::string swapcase(std::string_view s) {
   std::string out;
-  for (size_t pos = 0; pos < s.size();) {
-    size_t n = cp_len(s, pos);
-    uint32_t cp = cp_at(s, pos, n);
-    if (n == 1 && cp >= 0x80) {
-      out += s[pos];
+  const std::vector<uint32_t> cps = decode(s);  // one entry per step of cp_len, as the loop walks
+  for (size_t pos = 0, i = 0; pos < s.size(); pos += cp_len(s, pos), ++i) {
+    const uint32_t cp = cps[i];
+    if (cp >= 0x80 && cp_len(s, pos) == 1) {
+      out += s[pos];  // an invalid byte passes through
+    } else if (is_upper_cp(cp)) {
+      if (!append_special_lower(out, cps, i)) append_utf8(out, map_case(cp, 0));
+    } else if (is_lower_cp(cp)) {
+      if (!append_special_upper(out, cp)) append_utf8(out, map_case(cp, 1));
     } else {
-      append_utf8(out, is_upper_cp(cp) ? map_case(cp, 0) : is_lower_cp(cp) ? map_case(cp, 1) : cp);
+      append_utf8(out, cp);
     }
-    pos += n;
   }
   return out;
 }
