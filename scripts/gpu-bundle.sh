@@ -8,10 +8,15 @@
 #     scripts/gpu-bundle.sh unpack           -> /tmp/gpubin/<name> runnable, build/keel in place (the tests
 #                                               find keel at the build folder compiled into them), and prints
 #                                               the LD_LIBRARY_PATH to export
+#     scripts/gpu-bundle.sh run LOGDIR NAME... -> unpacks, then runs each /tmp/gpubin/NAME (gtest) in turn,
+#                                               one at a time (each keel process takes the device's free
+#                                               memory as its pool), its output in LOGDIR/runs.log, a line
+#                                               per binary (status, seconds) in LOGDIR/summary.txt; exit 1
+#                                               if any failed
 # The binaries need the GPU machine's CUDA runtime to be this toolkit's major version (13).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-G=.deps/gpubin
+G=${GPUBIN:-.deps/gpubin}  # GPUBIN=.deps/other keeps two bundles apart
 case "${1:-}" in
   pack)
     shift
@@ -33,8 +38,24 @@ case "${1:-}" in
     [ -x /tmp/gpubin/keel ] && cp /tmp/gpubin/keel build/keel
     echo "/tmp/gpubin/rt/usr/lib/x86_64-linux-gnu"
     ;;
+  run)
+    logdir=$2
+    shift 2
+    mkdir -p "$logdir"
+    LD_LIBRARY_PATH="$(bash "$0" unpack | tail -n 1)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    export LD_LIBRARY_PATH
+    status=0
+    for n in "$@"; do
+      start=$(date +%s)
+      rc=0
+      { echo "===== $n"; timeout "${GPU_TEST_TIMEOUT:-300}" "/tmp/gpubin/$n" 2>&1; } >>"$logdir/runs.log" || rc=$?
+      [ "$rc" = 0 ] || status=1
+      echo "$n rc=$rc $(($(date +%s) - start))s" | tee -a "$logdir/summary.txt"
+    done
+    exit $status
+    ;;
   *)
-    echo "usage: $0 pack TARGET... | unpack" >&2
+    echo "usage: $0 pack TARGET... | unpack | run LOGDIR NAME..." >&2
     exit 2
     ;;
 esac
