@@ -38,9 +38,10 @@ void replay(uint32_t seed) {
     Json c = Json::parse(line);
     const Json& want = c["expected"];
     ++n;
-    // jinja2 printed a memory address (a bound method, a reversed() iterator): not reproducible, skipped.
-    if (want["ok"].get<bool>() &&
-        std::regex_search(want["output"].get<std::string>(), std::regex(" at 0x[0-9a-f]+>"))) {
+    // jinja2 printed a memory address (a bound method, a reversed() iterator; |upper may have run over
+    // it): not reproducible, skipped.
+    if (want["ok"].get<bool>() && std::regex_search(want["output"].get<std::string>(),
+                                                    std::regex(" at 0x[0-9a-f]+>", std::regex::icase))) {
       continue;
     }
     Json got;
@@ -50,6 +51,9 @@ void replay(uint32_t seed) {
     } catch (const jinja::TemplateRaisedError& e) {
       got = {{"ok", false}, {"raised", true}, {"error", e.what()}};
     } catch (const jinja::TemplateError& e) {
+      // keel stopped at one of its resource limits (a 5 GB string, a runaway loop) where Python, which has
+      // none, went on: skipped (tests/chat/jinja_limits_test.cpp checks the limits themselves).
+      if (e.python_type() == "LimitError" && want["ok"].get<bool>()) continue;
       got = {{"ok", false}, {"raised", false}, {"error", e.what()}};
     }
     bool same = got["ok"] == want["ok"];
