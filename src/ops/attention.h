@@ -34,11 +34,11 @@ struct AttentionParams {
 void attention(Backend& be, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, Tensor& out,
                const AttentionParams& p);
 
-// Bytes attention takes from be's pool (the backend states it). The CPU's: per worker one score row of
+// Bytes attention takes from be's pool (the backend states it). The CPU's: per worker four score rows of
 // kAttentionKeyTile floats and the running max and sum of hp·kAttentionQueryTile rows, for min(threads, work
 // items) workers, where hp query heads of a KV group share a work item (all n_q/n_kv of them unless the
-// workers need more items) and work items = (n_q / hp)·⌈T / kAttentionQueryTile⌉: 4·(64 + 32·hp) bytes per
-// worker, at most 4·(64 + 32·n_q/n_kv). Independent of kv_len.
+// workers need more items) and work items = (n_q / hp)·⌈T / kAttentionQueryTile⌉: 4·(256 + 32·hp) bytes per
+// worker, at most 4·(256 + 32·n_q/n_kv). Independent of kv_len.
 int64_t attention_workspace_bytes(const Backend& be, int64_t T, int64_t n_q, int64_t n_kv);
 
 }  // namespace keel::ops

@@ -13,14 +13,63 @@ namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
-// Per-worker scratch: one score row, and the running max and sum of hp·query_tile rows.
+// Rows of a work item that walk a key tile together (the scores' K loads and the P·V's V loads shared).
+constexpr int kGroup = 4;
+
+// Per-worker scratch: kGroup score rows, and the running max and sum of hp·query_tile rows.
 constexpr int64_t slot_floats(int64_t key_tile, int64_t query_tile, int64_t hp) {
-  return key_tile + 2 * hp * query_tile;
+  return kGroup * key_tile + 2 * hp * query_tile;
+}
+
+// dot<W>(q[g], k, n) for the kGroup rows q[g] at once, each with dot's arithmetic exactly (two W-wide partial
+// sums in order, the fixed tree, the tail in order), k's loads shared: the same bits as kGroup dot calls.
+template <int W>
+KEEL_INLINE void dot_group(const float* const (&q)[kGroup], const float* k, int64_t n, float (&out)[kGroup]) {
+  using V = VecF<W>;
+  typename V::F acc0[kGroup] = {}, acc1[kGroup] = {};
+  int64_t i = 0;
+  for (; i + 2 * W <= n; i += 2 * W) {
+    const typename V::F k0 = V::load(k + i), k1 = V::load(k + i + W);
+    for (int g = 0; g < kGroup; ++g) {
+      acc0[g] += V::load(q[g] + i) * k0;
+      acc1[g] += V::load(q[g] + i + W) * k1;
+    }
+  }
+  for (; i + W <= n; i += W) {
+    const typename V::F k0 = V::load(k + i);
+    for (int g = 0; g < kGroup; ++g) acc0[g] += V::load(q[g] + i) * k0;
+  }
+  for (int g = 0; g < kGroup; ++g) {
+    float s = V::hsum(acc0[g] + acc1[g]);
+    for (int64_t t = i; t < n; ++t) s += q[g][t] * k[t];
+    out[g] = s;
+  }
+}
+
+// The online-softmax update of one row over its n scores s (already scaled): new running max, exp in place,
+// running sum; the row's output is rescaled by e^{m_old − m_new} before the caller adds this tile's P·V.
+template <int W>
+KEEL_INLINE void softmax_update(float* s, int64_t n, float& mr, float& lr, float* o, int64_t Dv) {
+  float tile_max = kNegInf;
+  for (int64_t j = 0; j < n; ++j) tile_max = std::max(tile_max, s[j]);
+  const float m_new = std::max(mr, tile_max);
+  const float alpha = std::exp(mr - m_new);  // 0 on the first tile (mr = −inf)
+  for (int64_t j = 0; j < n; ++j) s[j] -= m_new;
+  exp_inplace_padded<W>(s, n);
+  float sum = 0;
+  for (int64_t j = 0; j < n; ++j) sum += s[j];
+  lr = lr * alpha + sum;
+  mr = m_new;
+  if (alpha != 1.0f) scale<W>(o, alpha, Dv);
 }
 
 // One work item: the `hp` query heads [h0, h0 + hp) of one KV group, query positions [i0, i1) — each key and
-// value tile is read once for all of them. `s` holds one row's scores for one key tile (key_tile floats, a
-// multiple of 16); m and l are the rows' running max and sum, [hp, query_tile]. The output rows accumulate.
+// value tile is read once for all of them. `s` holds kGroup rows' scores for one key tile (key_tile floats
+// each, a multiple of 16); m and l are the rows' running max and sum, [hp, query_tile]. The output rows
+// accumulate. Rows whose tile is whole (the row is at or past the tile's last key) go kGroup at a time; the
+// others (the diagonal's tile, the item's last rows) one by one. Every row's arithmetic is the same either
+// way (dot_group is dot, add_weighted_rows_block is add_weighted_rows, bit for bit), so a row's bits do not
+// depend on which rows share its call: the op stays batch invariant.
 template <int W>
 KEEL_INLINE void attention_item(const AttentionArgs& a, int64_t hp, int64_t item, float* s, float* m,
                                 float* l) {
@@ -41,29 +90,36 @@ KEEL_INLINE void attention_item(const AttentionArgs& a, int64_t hp, int64_t item
     const int64_t k1 = std::min(k0 + a.key_tile, keys_end);
     for (int64_t hh = 0; hh < hp; ++hh) {
       const int64_t h = h0 + hh;
-      for (int64_t r = i0; r < i1; ++r) {
+      float* mh = m + hh * a.query_tile - i0;  // indexed by r
+      float* lh = l + hh * a.query_tile - i0;
+      for (int64_t r = i0; r < i1;) {
         const int64_t pos = a.offset + r;
-        if (pos < k0) continue;  // this tile is above the row's diagonal
+        if (pos < k0) {  // this tile is above the row's diagonal
+          ++r;
+          continue;
+        }
+        float* o = a.out + r * a.o_st + h * a.o_sh;
+        if (r + kGroup <= i1 && pos + 1 >= k1) {  // kGroup rows, each seeing the whole tile [k0, k1)
+          const int64_t n = k1 - k0;
+          const float* q[kGroup];
+          for (int g = 0; g < kGroup; ++g) q[g] = a.q + (r + g) * a.q_st + h * a.q_sh;
+          for (int64_t j = 0; j < n; ++j) {
+            float d[kGroup];
+            dot_group<W>(q, K + (k0 + j) * a.k_st, a.D, d);
+            for (int g = 0; g < kGroup; ++g) s[g * a.key_tile + j] = d[g] * a.scale;
+          }
+          for (int g = 0; g < kGroup; ++g)
+            softmax_update<W>(s + g * a.key_tile, n, mh[r + g], lh[r + g], o + g * a.o_st, a.Dv);
+          add_weighted_rows_block<W, kGroup>(o, a.o_st, s, a.key_tile, V + k0 * a.v_st, a.v_st, n, a.Dv);
+          r += kGroup;
+          continue;
+        }
         const int64_t n = std::min(k1, pos + 1) - k0;
         const float* qr = a.q + r * a.q_st + h * a.q_sh;
-        float tile_max = kNegInf;
-        for (int64_t j = 0; j < n; ++j) {
-          s[j] = dot<W>(qr, K + (k0 + j) * a.k_st, a.D) * a.scale;
-          tile_max = std::max(tile_max, s[j]);
-        }
-        float& mr = m[hh * a.query_tile + r - i0];
-        float& lr = l[hh * a.query_tile + r - i0];
-        const float m_new = std::max(mr, tile_max);
-        const float alpha = std::exp(mr - m_new);  // 0 on the first tile (mr = −inf)
-        for (int64_t j = 0; j < n; ++j) s[j] -= m_new;
-        exp_inplace_padded<W>(s, n);
-        float sum = 0;
-        for (int64_t j = 0; j < n; ++j) sum += s[j];
-        lr = lr * alpha + sum;
-        mr = m_new;
-        float* o = a.out + r * a.o_st + h * a.o_sh;
-        if (alpha != 1.0f) scale<W>(o, alpha, a.Dv);
+        for (int64_t j = 0; j < n; ++j) s[j] = dot<W>(qr, K + (k0 + j) * a.k_st, a.D) * a.scale;
+        softmax_update<W>(s, n, mh[r], lh[r], o, a.Dv);
         add_weighted_rows<W>(o, V + k0 * a.v_st, a.v_st, s, n, a.Dv);
+        ++r;
       }
     }
   }
@@ -78,7 +134,7 @@ template <int W>
 KEEL_INLINE void attention_slot(const AttentionArgs& a, int64_t hp, int64_t slot, int64_t slots,
                                 int64_t n_items, float* ws) {
   float* s = ws + slot * slot_floats(a.key_tile, a.query_tile, hp);
-  float* m = s + a.key_tile;
+  float* m = s + kGroup * a.key_tile;
   float* l = m + hp * a.query_tile;
   for (int64_t item = slot; item < n_items; item += slots) attention_item<W>(a, hp, item, s, m, l);
 }
