@@ -15,31 +15,32 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 // Rows of a work item that walk a key tile together (the scores' K loads and the P·V's V loads shared).
 constexpr int kGroup = 4;
+constexpr int64_t kAhead = 4;  // keys between a prefetch and its use in head_group
 
 // Per-worker scratch: kGroup score rows, and the running max and sum of hp·query_tile rows.
 constexpr int64_t slot_floats(int64_t key_tile, int64_t query_tile, int64_t hp) {
   return kGroup * key_tile + 2 * hp * query_tile;
 }
 
-// dot<W>(q[g], k, n) for the kGroup rows q[g] at once, each with dot's arithmetic exactly (two W-wide partial
+// dot<W>(q[g], k, n) for the G rows q[g] at once, each with dot's arithmetic exactly (two W-wide partial
 // sums in order, the fixed tree, the tail in order), k's loads shared: the same bits as kGroup dot calls.
-template <int W>
-KEEL_INLINE void dot_group(const float* const (&q)[kGroup], const float* k, int64_t n, float (&out)[kGroup]) {
+template <int W, int G = kGroup>
+KEEL_INLINE void dot_group(const float* const (&q)[G], const float* k, int64_t n, float (&out)[G]) {
   using V = VecF<W>;
-  typename V::F acc0[kGroup] = {}, acc1[kGroup] = {};
+  typename V::F acc0[G] = {}, acc1[G] = {};
   int64_t i = 0;
   for (; i + 2 * W <= n; i += 2 * W) {
     const typename V::F k0 = V::load(k + i), k1 = V::load(k + i + W);
-    for (int g = 0; g < kGroup; ++g) {
+    for (int g = 0; g < G; ++g) {
       acc0[g] += V::load(q[g] + i) * k0;
       acc1[g] += V::load(q[g] + i + W) * k1;
     }
   }
   for (; i + W <= n; i += W) {
     const typename V::F k0 = V::load(k + i);
-    for (int g = 0; g < kGroup; ++g) acc0[g] += V::load(q[g] + i) * k0;
+    for (int g = 0; g < G; ++g) acc0[g] += V::load(q[g] + i) * k0;
   }
-  for (int g = 0; g < kGroup; ++g) {
+  for (int g = 0; g < G; ++g) {
     float s = V::hsum(acc0[g] + acc1[g]);
     for (int64_t t = i; t < n; ++t) s += q[g][t] * k[t];
     out[g] = s;
@@ -63,11 +64,35 @@ KEEL_INLINE void softmax_update(float* s, int64_t n, float& mr, float& lr, float
   if (alpha != 1.0f) scale<W>(o, alpha, Dv);
 }
 
+// G query heads [hh, hh + G) of the item at one row r walk the key tile [k0, k0 + n) together (decode: a
+// work item is one row of hp heads sharing a KV head): scores by one dot_group, P·V by one
+// add_weighted_rows_block (output rows o_sh apart), each head's arithmetic that of the single-row path.
+template <int W, int G>
+KEEL_INLINE void head_group(const AttentionArgs& a, const float* K, const float* V, int64_t h, int64_t r,
+                            int64_t k0, int64_t n, float* s, float* mr, float* lr, int64_t ml_st) {
+  const float* q[G];
+  for (int g = 0; g < G; ++g) q[g] = a.q + r * a.q_st + (h + g) * a.q_sh;
+  for (int64_t j = 0; j < n; ++j) {
+    float d[G];
+    // the key a few rows on, one line at a time: each key now takes G dots, so fewer keys are in flight
+    if (j + kAhead < n)
+      for (int64_t b = 0; b < a.D * 4; b += 64)
+        __builtin_prefetch(reinterpret_cast<const char*>(K + (k0 + j + kAhead) * a.k_st) + b);
+    dot_group<W, G>(q, K + (k0 + j) * a.k_st, a.D, d);
+    for (int g = 0; g < G; ++g) s[g * a.key_tile + j] = d[g] * a.scale;
+  }
+  float* o = a.out + r * a.o_st + h * a.o_sh;
+  for (int g = 0; g < G; ++g)
+    softmax_update<W>(s + g * a.key_tile, n, mr[g * ml_st], lr[g * ml_st], o + g * a.o_sh, a.Dv);
+  add_weighted_rows_block<W, G>(o, a.o_sh, s, a.key_tile, V + k0 * a.v_st, a.v_st, n, a.Dv);
+}
+
 // One work item: the `hp` query heads [h0, h0 + hp) of one KV group, query positions [i0, i1) — each key and
 // value tile is read once for all of them. `s` holds kGroup rows' scores for one key tile (key_tile floats
 // each, a multiple of 16); m and l are the rows' running max and sum, [hp, query_tile]. The output rows
 // accumulate. Rows whose tile is whole (the row is at or past the tile's last key) go kGroup at a time; the
-// others (the diagonal's tile, the item's last rows) one by one. Every row's arithmetic is the same either
+// others (the diagonal's tile, the item's last rows) one by one; an item of fewer than kGroup rows (decode)
+// groups its heads instead (head_group). Every row's arithmetic is the same either
 // way (dot_group is dot, add_weighted_rows_block is add_weighted_rows, bit for bit), so a row's bits do not
 // depend on which rows share its call: the op stays batch invariant.
 template <int W>
@@ -88,6 +113,23 @@ KEEL_INLINE void attention_item(const AttentionArgs& a, int64_t hp, int64_t item
   const int64_t keys_end = a.offset + i1;  // the last row sees keys [0, keys_end)
   for (int64_t k0 = 0; k0 < keys_end; k0 += a.key_tile) {
     const int64_t k1 = std::min(k0 + a.key_tile, keys_end);
+    if (i1 - i0 < kGroup) {  // too few rows to group (decode): the item's heads go kGroup, then 2, at a time
+      for (int64_t r = i0; r < i1; ++r) {
+        const int64_t pos = a.offset + r;
+        if (pos < k0) continue;
+        const int64_t n = std::min(k1, pos + 1) - k0, h = h0;
+        float* mr = m + r - i0;
+        float* lr = l + r - i0;
+        const int64_t st = a.query_tile;  // between heads in m and l
+        int64_t hh = 0;
+        for (; hh + kGroup <= hp; hh += kGroup)
+          head_group<W, kGroup>(a, K, V, h + hh, r, k0, n, s, mr + hh * st, lr + hh * st, st);
+        for (; hh + 2 <= hp; hh += 2)
+          head_group<W, 2>(a, K, V, h + hh, r, k0, n, s, mr + hh * st, lr + hh * st, st);
+        for (; hh < hp; ++hh) head_group<W, 1>(a, K, V, h + hh, r, k0, n, s, mr + hh * st, lr + hh * st, st);
+      }
+      continue;
+    }
     for (int64_t hh = 0; hh < hp; ++hh) {
       const int64_t h = h0 + hh;
       float* mh = m + hh * a.query_tile - i0;  // indexed by r
