@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -148,7 +149,9 @@ Compute make_compute(const std::string& device, const std::string& limit_flag, i
       throw_error(ErrorCode::out_of_memory,
                   "--memory-limit {} ({} bytes) leaves nothing for the model after {} held back for requests",
                   format_bytes(total), total, format_bytes(held_back));
-    c.pool = std::make_unique<MemoryPool>("cpu", limit);
+    // Released step buffers stay mapped for reuse up to min(32 MiB, limit / 32) (HostAllocator).
+    c.allocator = std::make_unique<HostAllocator>(std::min<int64_t>(int64_t{32} << 20, limit / 32));
+    c.pool = std::make_unique<MemoryPool>("cpu", limit, c.allocator.get());
     c.be = std::make_unique<CpuBackend>(*c.pool, threads);
     return c;
   }

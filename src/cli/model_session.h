@@ -34,7 +34,7 @@ void add_session_options(CLI::App& cmd, SessionOptions& o);
 // read, a one-thread CPU backend over a small host pool for the host's share (TokenChooser::choose over a
 // host row; the scheduler samples the device's logits on the device).
 struct Compute {
-  std::unique_ptr<DeviceAllocator> allocator;  // a device's one cudaMalloc (null on the CPU)
+  std::unique_ptr<DeviceAllocator> allocator;  // a device's one cudaMalloc, or the CPU's HostAllocator
   std::unique_ptr<MemoryPool> pool;
   std::unique_ptr<Backend> be;
   std::unique_ptr<MemoryPool> host_pool;

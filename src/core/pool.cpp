@@ -9,11 +9,30 @@
 
 namespace keel {
 
+HostAllocator::~HostAllocator() {
+  for (auto& [p, n] : kept_) ::munmap(p, static_cast<size_t>(n));
+}
+
 void* HostAllocator::allocate(int64_t bytes, int64_t alignment) {
   if (bytes >= kDirectMapBytes) {  // page aligned, so any alignment up to 4096
-    void* p = ::mmap(nullptr, static_cast<size_t>(bytes), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                     -1, 0);
-    return p == MAP_FAILED ? nullptr : p;
+    if (keep_bytes_ > 0) {
+      std::lock_guard lock(mutex_);
+      for (auto it = kept_.rbegin(); it != kept_.rend(); ++it) {
+        if (it->second != bytes) continue;
+        void* p = it->first;
+        kept_.erase(std::next(it).base());
+        kept_total_ -= bytes;
+        return p;
+      }
+    }
+    auto map = [&] {
+      void* p = ::mmap(nullptr, static_cast<size_t>(bytes), PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      return p == MAP_FAILED ? nullptr : p;
+    };
+    void* p = map();
+    if (!p && drop_kept() > 0) p = map();  // what is kept never causes a refusal
+    return p;
   }
   if (bytes <= 0) bytes = alignment;
   int64_t rounded = (bytes + alignment - 1) / alignment * alignment;
@@ -21,10 +40,36 @@ void* HostAllocator::allocate(int64_t bytes, int64_t alignment) {
 }
 
 void HostAllocator::release(void* ptr, int64_t bytes) {
-  if (bytes >= kDirectMapBytes)
-    ::munmap(ptr, static_cast<size_t>(bytes));
-  else
+  if (bytes < kDirectMapBytes) {
     std::free(ptr);
+    return;
+  }
+  if (bytes <= keep_bytes_) {
+    std::lock_guard lock(mutex_);
+    kept_.emplace_back(ptr, bytes);
+    kept_total_ += bytes;
+    while (kept_total_ > keep_bytes_) {
+      ::munmap(kept_.front().first, static_cast<size_t>(kept_.front().second));
+      kept_total_ -= kept_.front().second;
+      kept_.erase(kept_.begin());
+    }
+    return;
+  }
+  ::munmap(ptr, static_cast<size_t>(bytes));
+}
+
+int64_t HostAllocator::drop_kept() {
+  std::lock_guard lock(mutex_);
+  const int64_t dropped = kept_total_;
+  for (auto& [p, n] : kept_) ::munmap(p, static_cast<size_t>(n));
+  kept_.clear();
+  kept_total_ = 0;
+  return dropped;
+}
+
+int64_t HostAllocator::kept_bytes() const {
+  std::lock_guard lock(mutex_);
+  return kept_total_;
 }
 
 Allocation::Allocation(Allocation&& other) noexcept

@@ -83,3 +83,41 @@ TEST(Pool, NegativeAndHugeRequestsAreRefused) {
   EXPECT_FALSE(pool.try_allocate(int64_t{1} << 62, "huge"));
   EXPECT_EQ(pool.in_use(), 0);
 }
+
+// A HostAllocator that keeps released mappings: a block of the same size comes back (the same address, its
+// contents as left), other sizes are mapped fresh, the total kept never passes keep_bytes (the oldest goes),
+// the pool's count is unchanged by what is kept, and drop_kept unmaps all of it.
+TEST(Pool, HostAllocatorKeepsReleasedMappingsUpToItsBound) {
+  const int64_t MiB = int64_t{1} << 20;
+  HostAllocator host(5 * MiB);
+  MemoryPool pool("cpu", 100 * MiB, &host);
+  void* first = nullptr;
+  {
+    Allocation a = pool.allocate(2 * MiB, "a");
+    first = a.data();
+    static_cast<char*>(first)[123] = 42;
+  }
+  EXPECT_EQ(pool.in_use(), 0);
+  EXPECT_EQ(host.kept_bytes(), 2 * MiB);
+  {
+    Allocation other = pool.allocate(3 * MiB, "other size");  // not the kept block
+    EXPECT_NE(other.data(), first);
+    Allocation again = pool.allocate(2 * MiB, "same size");
+    EXPECT_EQ(again.data(), first);
+    EXPECT_EQ(static_cast<char*>(again.data())[123], 42);
+    EXPECT_EQ(host.kept_bytes(), 0);
+    EXPECT_EQ(pool.in_use(), 5 * MiB);
+  }
+  EXPECT_EQ(host.kept_bytes(), 5 * MiB);  // both released: 3 + 2 MiB, at the bound
+  {
+    Allocation big = pool.allocate(4 * MiB, "big");
+    big.reset();  // kept: the oldest blocks (2, then 3 MiB) are unmapped to stay within 5 MiB
+  }
+  EXPECT_LE(host.kept_bytes(), 5 * MiB);
+  EXPECT_EQ(host.kept_bytes(), 4 * MiB);
+  { Allocation huge = pool.allocate(6 * MiB, "over the bound"); }
+  EXPECT_EQ(host.kept_bytes(), 4 * MiB);  // a block larger than the bound is unmapped at once
+  EXPECT_EQ(host.drop_kept(), 4 * MiB);
+  EXPECT_EQ(host.kept_bytes(), 0);
+  EXPECT_EQ(pool.in_use(), 0);
+}
