@@ -23,7 +23,7 @@ constexpr int64_t slot_floats(int64_t key_tile, int64_t query_tile, int64_t hp) 
 }
 
 // dot<W>(q[g], k, n) for the G rows q[g] at once, each with dot's arithmetic exactly (two W-wide partial
-// sums in order, the fixed tree, the tail in order), k's loads shared: the same bits as kGroup dot calls.
+// sums in order, the fixed tree, the tail in order), k's loads shared: the same bits as G dot calls.
 template <int W, int G = kGroup>
 KEEL_INLINE void dot_group(const float* const (&q)[G], const float* k, int64_t n, float (&out)[G]) {
   using V = VecF<W>;
@@ -64,7 +64,7 @@ KEEL_INLINE void softmax_update(float* s, int64_t n, float& mr, float& lr, float
   if (alpha != 1.0f) scale<W>(o, alpha, Dv);
 }
 
-// G query heads [hh, hh + G) of the item at one row r walk the key tile [k0, k0 + n) together (decode: a
+// The G query heads [h, h + G) at one row r walk the key tile [k0, k0 + n) together (decode: a
 // work item is one row of hp heads sharing a KV head): scores by one dot_group, P·V by one
 // add_weighted_rows_block (output rows o_sh apart), each head's arithmetic that of the single-row path.
 template <int W, int G>
@@ -92,9 +92,9 @@ KEEL_INLINE void head_group(const AttentionArgs& a, const float* K, const float*
 // each, a multiple of 16); m and l are the rows' running max and sum, [hp, query_tile]. The output rows
 // accumulate. Rows whose tile is whole (the row is at or past the tile's last key) go kGroup at a time; the
 // others (the diagonal's tile, the item's last rows) one by one; an item of fewer than kGroup rows (decode)
-// groups its heads instead (head_group). Every row's arithmetic is the same either
-// way (dot_group is dot, add_weighted_rows_block is add_weighted_rows, bit for bit), so a row's bits do not
-// depend on which rows share its call: the op stays batch invariant.
+// groups its heads instead (head_group). Every row's arithmetic is the same either way (dot_group is dot,
+// add_weighted_rows_block is add_weighted_rows, bit for bit), so a row's bits do not depend on which rows
+// share its call: the op stays batch invariant.
 template <int W>
 KEEL_INLINE void attention_item(const AttentionArgs& a, int64_t hp, int64_t item, float* s, float* m,
                                 float* l) {
