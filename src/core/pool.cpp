@@ -10,7 +10,7 @@
 namespace keel {
 
 HostAllocator::~HostAllocator() {
-  for (auto& [p, n] : kept_) ::munmap(p, static_cast<size_t>(n));
+  drop_kept();
 }
 
 void* HostAllocator::allocate(int64_t bytes, int64_t alignment) {

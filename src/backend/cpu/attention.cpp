@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 #include "backend/cpu/vec_f32.h"
 #include "core/tensor.h"
@@ -64,27 +65,38 @@ KEEL_INLINE void softmax_update(float* s, int64_t n, float& mr, float& lr, float
   if (alpha != 1.0f) scale<W>(o, alpha, Dv);
 }
 
-// The G query heads [h, h + G) at one row r walk the key tile [k0, k0 + n) together (decode: a
-// work item is one row of hp heads sharing a KV head): scores by one dot_group, P·V by one
-// add_weighted_rows_block (output rows o_sh apart), each head's arithmetic that of the single-row path.
-template <int W, int G>
-KEEL_INLINE void head_group(const AttentionArgs& a, const float* K, const float* V, int64_t h, int64_t r,
-                            int64_t k0, int64_t n, float* s, float* mr, float* lr, int64_t ml_st) {
+// G query rows walk the key tile [k0, k0 + n) together: scores by one dot_group over shared K loads, the
+// online-softmax update per row, P·V by one add_weighted_rows_block over shared V loads; each row's
+// arithmetic is that of one row alone (G = 1). Row g reads q0 + g·q_step, accumulates into o0 + g·o_step and
+// keeps its running max and sum at mr[g·ml_step], lr[g·ml_step]: the rows of one head (steps q_st, o_st, 1)
+// or the heads of one row (q_sh, o_sh, query_tile). Prefetch: the key kAhead rows on, line by line (decode,
+// where each key takes G dots and the cache streams from memory).
+template <int W, int G, bool Prefetch>
+KEEL_INLINE void walk_tile(const AttentionArgs& a, const float* K, const float* V, const float* q0,
+                           int64_t q_step, float* o0, int64_t o_step, int64_t k0, int64_t n, float* s,
+                           float* mr, float* lr, int64_t ml_step) {
   const float* q[G];
-  for (int g = 0; g < G; ++g) q[g] = a.q + r * a.q_st + (h + g) * a.q_sh;
+  for (int g = 0; g < G; ++g) q[g] = q0 + g * q_step;
   for (int64_t j = 0; j < n; ++j) {
-    float d[G];
-    // the key a few rows on, one line at a time: each key now takes G dots, so fewer keys are in flight
-    if (j + kAhead < n)
-      for (int64_t b = 0; b < a.D * 4; b += 64)
-        __builtin_prefetch(reinterpret_cast<const char*>(K + (k0 + j + kAhead) * a.k_st) + b);
-    dot_group<W, G>(q, K + (k0 + j) * a.k_st, a.D, d);
-    for (int g = 0; g < G; ++g) s[g * a.key_tile + j] = d[g] * a.scale;
+    if constexpr (Prefetch) {
+      if (j + kAhead < n)
+        for (int64_t b = 0; b < a.D * 4; b += 64)
+          __builtin_prefetch(reinterpret_cast<const char*>(K + (k0 + j + kAhead) * a.k_st) + b);
+    }
+    if constexpr (G == 1) {
+      s[j] = dot<W>(q0, K + (k0 + j) * a.k_st, a.D) * a.scale;
+    } else {
+      float d[G];
+      dot_group<W, G>(q, K + (k0 + j) * a.k_st, a.D, d);
+      for (int g = 0; g < G; ++g) s[g * a.key_tile + j] = d[g] * a.scale;
+    }
   }
-  float* o = a.out + r * a.o_st + h * a.o_sh;
   for (int g = 0; g < G; ++g)
-    softmax_update<W>(s + g * a.key_tile, n, mr[g * ml_st], lr[g * ml_st], o + g * a.o_sh, a.Dv);
-  add_weighted_rows_block<W, G>(o, a.o_sh, s, a.key_tile, V + k0 * a.v_st, a.v_st, n, a.Dv);
+    softmax_update<W>(s + g * a.key_tile, n, mr[g * ml_step], lr[g * ml_step], o0 + g * o_step, a.Dv);
+  if constexpr (G == 1)
+    add_weighted_rows<W>(o0, V + k0 * a.v_st, a.v_st, s, n, a.Dv);
+  else
+    add_weighted_rows_block<W, G>(o0, o_step, s, a.key_tile, V + k0 * a.v_st, a.v_st, n, a.Dv);
 }
 
 // One work item: the `hp` query heads [h0, h0 + hp) of one KV group, query positions [i0, i1) — each key and
@@ -92,9 +104,9 @@ KEEL_INLINE void head_group(const AttentionArgs& a, const float* K, const float*
 // each, a multiple of 16); m and l are the rows' running max and sum, [hp, query_tile]. The output rows
 // accumulate. Rows whose tile is whole (the row is at or past the tile's last key) go kGroup at a time; the
 // others (the diagonal's tile, the item's last rows) one by one; an item of fewer than kGroup rows (decode)
-// groups its heads instead (head_group). Every row's arithmetic is the same either way (dot_group is dot,
-// add_weighted_rows_block is add_weighted_rows, bit for bit), so a row's bits do not depend on which rows
-// share its call: the op stays batch invariant.
+// groups its heads instead (walk_tile either way). Every row's arithmetic is the same either way (dot_group
+// is dot, add_weighted_rows_block is add_weighted_rows, bit for bit), so a row's bits do not depend on which
+// rows share its call: the op stays batch invariant.
 template <int W>
 KEEL_INLINE void attention_item(const AttentionArgs& a, int64_t hp, int64_t item, float* s, float* m,
                                 float* l) {
@@ -114,19 +126,20 @@ KEEL_INLINE void attention_item(const AttentionArgs& a, int64_t hp, int64_t item
   for (int64_t k0 = 0; k0 < keys_end; k0 += a.key_tile) {
     const int64_t k1 = std::min(k0 + a.key_tile, keys_end);
     if (i1 - i0 < kGroup) {  // too few rows to group (decode): the item's heads go kGroup, then 2, at a time
+      const int64_t st = a.query_tile;  // between heads in m and l
       for (int64_t r = i0; r < i1; ++r) {
         const int64_t pos = a.offset + r;
         if (pos < k0) continue;
-        const int64_t n = std::min(k1, pos + 1) - k0, h = h0;
-        float* mr = m + r - i0;
-        float* lr = l + r - i0;
-        const int64_t st = a.query_tile;  // between heads in m and l
+        const int64_t n = std::min(k1, pos + 1) - k0;
+        auto heads = [&](auto G, int64_t hh) {  // G: std::integral_constant, the heads walked together
+          walk_tile<W, decltype(G)::value, true>(a, K, V, a.q + r * a.q_st + (h0 + hh) * a.q_sh, a.q_sh,
+                                                 a.out + r * a.o_st + (h0 + hh) * a.o_sh, a.o_sh, k0, n, s,
+                                                 m + hh * st + r - i0, l + hh * st + r - i0, st);
+        };
         int64_t hh = 0;
-        for (; hh + kGroup <= hp; hh += kGroup)
-          head_group<W, kGroup>(a, K, V, h + hh, r, k0, n, s, mr + hh * st, lr + hh * st, st);
-        for (; hh + 2 <= hp; hh += 2)
-          head_group<W, 2>(a, K, V, h + hh, r, k0, n, s, mr + hh * st, lr + hh * st, st);
-        for (; hh < hp; ++hh) head_group<W, 1>(a, K, V, h + hh, r, k0, n, s, mr + hh * st, lr + hh * st, st);
+        for (; hh + kGroup <= hp; hh += kGroup) heads(std::integral_constant<int, kGroup>{}, hh);
+        for (; hh + 2 <= hp; hh += 2) heads(std::integral_constant<int, 2>{}, hh);
+        for (; hh < hp; ++hh) heads(std::integral_constant<int, 1>{}, hh);
       }
       continue;
     }
@@ -140,28 +153,16 @@ KEEL_INLINE void attention_item(const AttentionArgs& a, int64_t hp, int64_t item
           ++r;
           continue;
         }
+        const float* q = a.q + r * a.q_st + h * a.q_sh;
         float* o = a.out + r * a.o_st + h * a.o_sh;
         if (r + kGroup <= i1 && pos + 1 >= k1) {  // kGroup rows, each seeing the whole tile [k0, k1)
-          const int64_t n = k1 - k0;
-          const float* q[kGroup];
-          for (int g = 0; g < kGroup; ++g) q[g] = a.q + (r + g) * a.q_st + h * a.q_sh;
-          for (int64_t j = 0; j < n; ++j) {
-            float d[kGroup];
-            dot_group<W>(q, K + (k0 + j) * a.k_st, a.D, d);
-            for (int g = 0; g < kGroup; ++g) s[g * a.key_tile + j] = d[g] * a.scale;
-          }
-          for (int g = 0; g < kGroup; ++g)
-            softmax_update<W>(s + g * a.key_tile, n, mh[r + g], lh[r + g], o + g * a.o_st, a.Dv);
-          add_weighted_rows_block<W, kGroup>(o, a.o_st, s, a.key_tile, V + k0 * a.v_st, a.v_st, n, a.Dv);
+          walk_tile<W, kGroup, false>(a, K, V, q, a.q_st, o, a.o_st, k0, k1 - k0, s, mh + r, lh + r, 1);
           r += kGroup;
-          continue;
+        } else {
+          walk_tile<W, 1, false>(a, K, V, q, a.q_st, o, a.o_st, k0, std::min(k1, pos + 1) - k0, s, mh + r,
+                                 lh + r, 1);
+          ++r;
         }
-        const int64_t n = std::min(k1, pos + 1) - k0;
-        const float* qr = a.q + r * a.q_st + h * a.q_sh;
-        for (int64_t j = 0; j < n; ++j) s[j] = dot<W>(qr, K + (k0 + j) * a.k_st, a.D) * a.scale;
-        softmax_update<W>(s, n, mh[r], lh[r], o, a.Dv);
-        add_weighted_rows<W>(o, V + k0 * a.v_st, a.v_st, s, n, a.Dv);
-        ++r;
       }
     }
   }

@@ -480,9 +480,10 @@ std::string capitalize(std::string_view s) {
 std::string swapcase(std::string_view s) {
   std::string out;
   const std::vector<uint32_t> cps = decode(s);  // one entry per step of cp_len, as the loop walks
-  for (size_t pos = 0, i = 0; pos < s.size(); pos += cp_len(s, pos), ++i) {
+  for (size_t pos = 0, i = 0, n = 0; pos < s.size(); pos += n, ++i) {
+    n = cp_len(s, pos);
     const uint32_t cp = cps[i];
-    if (cp >= 0x80 && cp_len(s, pos) == 1) {
+    if (cp >= 0x80 && n == 1) {
       out += s[pos];  // an invalid byte passes through
     } else if (is_upper_cp(cp)) {
       if (!append_special_lower(out, cps, i)) append_utf8(out, map_case(cp, 0));
