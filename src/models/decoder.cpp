@@ -1,8 +1,6 @@
 #include "models/decoder.h"
 
 #include <algorithm>
-#include <cstdlib>
-#include <string_view>
 
 #include "core/error.h"
 #include "ops/activation.h"
@@ -275,11 +273,7 @@ Tensor DecoderModel::forward(std::span<const StepItem> step) {
 }
 
 Backend* DecoderModel::sampling_backend() const {
-  static const bool on_device = [] {
-    const char* v = std::getenv("KEEL_DEVICE_SAMPLING");
-    return v && std::string_view(v) == "1";
-  }();
-  return be_.host_addressable() || on_device ? &be_ : nullptr;
+  return &be_;
 }
 
 std::span<const float> DecoderModel::host_logits(const Tensor& logits, std::vector<float>& buffer) const {

@@ -95,9 +95,7 @@ class DecoderModel final : public Model {
   std::span<const float> host_logits(const Tensor& logits, std::vector<float>& buffer) const override;
   int64_t num_layers() const { return static_cast<int64_t>(layers_.size()); }
   Backend& backend() const { return be_; }
-  // The model's backend where it reads host memory. A device samples its own logits only with
-  // KEEL_DEVICE_SAMPLING=1 until that kernel has run on hardware (docs/CUDA.md); otherwise the logits rows
-  // cross to the host, which samples them (the path the GPU tests have measured).
+  // The model's backend, on every device: a GPU samples its own logits rows (only the chosen tokens cross).
   Backend* sampling_backend() const override;
   // Test hook: called with the residual stream [T, d] after the embedding (index 0) and after layer i (i +
   // 1).

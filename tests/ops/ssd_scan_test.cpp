@@ -190,6 +190,40 @@ TEST(SsdScan, WorkspaceIsPlannedAndFlatInT) {
   }
 }
 
+// A state too wide for a GPU block's shared memory (N = 4096: the recurrence's slice alone is 256 KiB, the
+// H200 allows 227 KiB) is Error(unsupported) naming the op and both sizes, refused before any launch, and the
+// backend computes the next call right (no CUDA error left behind); a host backend computes it.
+TEST(SsdScan, StateTooWideForTheDeviceIsRefusedAndTheBackendGoesOn) {
+  KEEL_TEST_RNG(rng);
+  for (OpBackend* ob : op_backends()) {
+    SCOPED_TRACE(ob->name);
+    for (const Shape& s : {Shape{2, 1, 16, 1, 4096, 8}, Shape{3, 2, 8, 1, 16, 8}}) {
+      Problem pr(*ob, rng, s);
+      std::vector<double> ref_state = values(pr.state0);
+      std::vector<double> ref_y = pr.reference(ref_state);
+      Tensor state = copy_of(*ob, pr.state0);
+      Tensor y = nan_tensor(*ob, {s.T, s.H, s.P});
+      if (s.N > 1024 && ob->be().kind() == DeviceKind::cuda) {
+        try {
+          run_whole(*ob, pr, state, y);
+          FAIL() << "expected unsupported";
+        } catch (const Error& e) {
+          EXPECT_EQ(e.code(), ErrorCode::unsupported) << e.what();
+          EXPECT_NE(std::string(e.what()).find("ssd_scan shared memory: 524352 bytes per block, the device "
+                                               "allows"),
+                    std::string::npos)
+              << e.what();
+        }
+        continue;
+      }
+      run_whole(*ob, pr, state, y);
+      ob->be().synchronize();
+      EXPECT_TRUE(all_close(y, ref_y, kAtolScale * max_abs(ref_y), kRtol));
+      EXPECT_TRUE(all_close(state, ref_state, kAtolScale * max_abs(ref_state), kRtol));
+    }
+  }
+}
+
 TEST(SsdScan, RejectsMismatchedShapes) {
   KEEL_TEST_RNG(rng);
   OpBackend& ob = *op_backends().front();

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# The GPU checks of docs/CUDA.md, run on the GPU machine (carry .deps, from scripts/gpu-deps.sh download):
+#   scripts/gpu-check.sh LOGDIR PHASE...
+# builds build-gpu with scripts/gpu-build.sh's flags if it is not built yet (a warm machine keeps it), then
+# runs each phase one after the other (GPU tests never run beside each other: each keel process takes the
+# device's free memory), its output in LOGDIR/PHASE.log, a line per phase (exit status, seconds) in
+# LOGDIR/summary.txt and on stdout. Phases:
+#   gpu      ctest -L gpu (device, models, memory, sampling, restart tests)
+#   model    the model tests (CPU backends, under the GPU host's compiler)
+#   ops      the op harness: every op test, the CUDA backend in each one's list
+#   server   the server tests with their engine on the GPU (KEEL_TEST_DEVICE=cuda)
+#   soak     tools/soak.py, 60 s of mixed HTTP traffic on cuda:0 (bundled model, --parallel 4)
+#   shapes   keel bench at real widths, cut to a few layers of one kind (random weights, 1K/4K/16K tokens):
+#            eight Mamba2 layers of Nemotron-H 30B-A3B, six Gated DeltaNet and four attention layers of
+#            Qwen3.5-35B-A3B; planned against measured transient
+#   full     keel bench on the whole Nemotron-H 30B-A3B and Qwen3.5-35B-A3B shapes (random weights)
+#   all      gpu ops model server soak
+# Exit status 1 if any phase failed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+L=$1
+shift
+mkdir -p "$L"
+B=build-gpu
+if [ ! -x "$B/keel" ]; then
+  start=$(date +%s)
+  FLAGS=$(bash scripts/gpu-deps.sh unpack | tail -n 1)
+  # shellcheck disable=SC2086
+  { cmake -S . -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKEEL_BENCH=OFF -DKEEL_WERROR=OFF $FLAGS &&
+      cmake --build "$B" -j "$(nproc)"; } >"$L/build.log" 2>&1 || { tail -n 40 "$L/build.log"; exit 1; }
+  echo "build $(($(date +%s) - start))s" | tee -a "$L/summary.txt"
+fi
+# (again on a warm machine: a carried .deps replaces the prefix the last call unpacked)
+bash scripts/gpu-deps.sh unpack >/dev/null
+export LD_LIBRARY_PATH=$PWD/.deps/prefix/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+phase() {
+  local name=$1 limit=$2
+  shift 2
+  local start rc=0
+  start=$(date +%s)
+  timeout "$limit" bash -c "$*" >"$L/$name.log" 2>&1 || rc=$?
+  echo "$name rc=$rc $(($(date +%s) - start))s" | tee -a "$L/summary.txt"
+  [ "$rc" = 0 ] || status=1
+}
+# keel bench on a real-width shape cut to a few layers of one kind (random weights, prefill chunks of 4096):
+# shape_bench NAME CONFIG LAYERS TYPE [ENV=VALUE...]. nemotron_h: TYPE M (Mamba2); qwen3_5_moe_text: TYPE
+# linear_attention or full_attention.
+shape_bench() {
+  local name=$1 config=$2 layers=$3 type=$4
+  shift 4
+  mkdir -p "/tmp/$name"
+  python3 -c "import json; c = json.load(open('$config')); n = $layers
+c.update(num_hidden_layers=n)
+if 'hybrid_override_pattern' in c: c['hybrid_override_pattern'] = '$type' * n
+if 'layer_types' in c: c['layer_types'] = ['$type'] * n
+json.dump(c, open('/tmp/$name/config.json', 'w'))"
+  env "$@" "$B/keel" bench --device cuda --random-weights -m "/tmp/$name" --prompt-lengths 1024,4096,16384 \
+    --gen 8 --prefill-chunk-size 4096
+}
+shapes() {
+  shape_bench nh_mamba8 bench/nemotron_h_30b_a3b/config.json 8 M &&
+    shape_bench q35_deltanet6 bench/qwen3_5_35b_a3b/config.json 6 linear_attention &&
+    shape_bench q35_attention4 bench/qwen3_5_35b_a3b/config.json 4 full_attention
+}
+# Both seed shapes whole (issue 16's workloads), with their JSON beside the log.
+full() {
+  for m in nemotron_h_30b_a3b qwen3_5_35b_a3b; do
+    "$B/keel" bench --device cuda --random-weights -m "bench/$m" --prompt-lengths 1024,4096,16384 --gen 16 \
+      --prefill-chunk-size 4096 --json "$L/full_$m.json" || return 1
+  done
+}
+export -f shape_bench shapes full
+export L
+export B
+status=0
+[ "${1:-}" = all ] && set -- gpu ops model server soak
+for p in "$@"; do
+  case "$p" in
+    gpu) phase gpu 420 "ctest --test-dir $B -L gpu --output-on-failure" ;;
+    model) phase model 300 "ctest --test-dir $B -L model -j 8 --output-on-failure" ;;
+    ops) phase ops 300 "ctest --test-dir $B/tests/ops -j 8 --output-on-failure" ;;
+    server) phase server 420 "KEEL_TEST_DEVICE=cuda ctest --test-dir $B -L server \
+                              -LE 'fuzz|node' -E soak_60s -j 4 --output-on-failure" ;;
+    soak) phase soak 150 "python3 tools/soak.py $B/keel models/keel-brown-nemotron-h-8m \
+                          --seconds 60 --device cuda:0 --limit-mib 2048" ;;
+    shapes) phase shapes 300 shapes ;;
+    full) phase full 400 full ;;
+    *) echo "unknown phase $p" >&2; exit 2 ;;
+  esac
+done
+exit $status
