@@ -45,8 +45,9 @@ Value attr_get(const Value& item, const Value* attribute) {
   return get_item(item, *attribute);
 }
 
-Value generator(std::vector<Value> items) {
-  return Value::list(std::move(items), ListFlavor::generator);
+// A filter's lazy result, with the repr jinja2 3.1.2's (CPython's) object would print before " at 0x…>".
+Value generator(std::vector<Value> items, const char* repr) {
+  return Value::list(std::move(items), ListFlavor::generator, repr);
 }
 
 // ---- strings ----
@@ -356,9 +357,31 @@ Value f_reverse(Interpreter&, const Value& v, Args& a) {
     std::reverse(items.begin(), items.end());
     return Value::list(std::move(items));
   }
+  // reversed(value): CPython's reverse iterator of each kind
+  const char* repr = "reversed object";  // a tuple
+  if (v.is_dict()) repr = "dict_reversekeyiterator object";
+  if (v.is_list()) switch (v.flavor()) {
+      case ListFlavor::list:
+        repr = "list_reverseiterator object";
+        break;
+      case ListFlavor::range:
+        repr = "range_iterator object";
+        break;
+      case ListFlavor::dict_keys:
+        repr = "dict_reversekeyiterator object";
+        break;
+      case ListFlavor::dict_values:
+        repr = "dict_reversevalueiterator object";
+        break;
+      case ListFlavor::dict_items:
+        repr = "dict_reverseitemiterator object";
+        break;
+      default:
+        break;
+    }
   auto items = iterate(v);
   std::reverse(items.begin(), items.end());
-  return generator(std::move(items));
+  return generator(std::move(items), repr);
 }
 Value f_sum(Interpreter&, const Value& v, Args& a) {
   ArgReader r(a, "do_sum", {"attribute", "start"});
@@ -459,12 +482,12 @@ Value f_dictsort(Interpreter&, const Value& v, Args& a) {
 }
 Value f_items(Interpreter&, const Value& v, Args& a) {
   ArgReader(a, "do_items", {});
-  if (v.is_undefined()) return generator({});
+  if (v.is_undefined()) return generator({}, "generator object do_items");
   if (!v.is_dict()) type_error("Can only get item pairs from a mapping.");
   std::vector<Value> items;
   for (const auto& [k, val] : v.dict_data().entries())
     items.push_back(Value::list({k, val}, ListFlavor::tuple));
-  return generator(std::move(items));
+  return generator(std::move(items), "generator object do_items");
 }
 Value f_unique(Interpreter&, const Value& v, Args& a) {
   ArgReader r(a, "do_unique", {"case_sensitive", "attribute"});
@@ -478,7 +501,7 @@ Value f_unique(Interpreter&, const Value& v, Args& a) {
     seen_set.set(key, Value::none());
     out.push_back(item);
   }
-  return generator(std::move(out));
+  return generator(std::move(out), "generator object do_unique");
 }
 Value f_batch(Interpreter&, const Value& v, Args& a) {
   ArgReader r(a, "do_batch", {"linecount", "fill_with"});
@@ -500,7 +523,7 @@ Value f_batch(Interpreter&, const Value& v, Args& a) {
     }
     out.push_back(Value::list(std::move(tmp)));
   }
-  return generator(std::move(out));
+  return generator(std::move(out), "generator object do_batch");
 }
 Value f_slice(Interpreter&, const Value& v, Args& a) {
   ArgReader r(a, "do_slice", {"slices", "fill_with"});
@@ -512,7 +535,7 @@ Value f_slice(Interpreter&, const Value& v, Args& a) {
   if (slices == 0) raise_error("ZeroDivisionError", "integer division or modulo by zero");
   int64_t per = len / slices, extra = len % slices, offset = 0;
   if (per < 0 || extra < 0) {  // Python floors; a negative slice count gives no slices
-    return generator({});
+    return generator({}, "generator object sync_do_slice");
   }
   check_result_items(as_size(slices));
   std::vector<Value> out;
@@ -524,7 +547,7 @@ Value f_slice(Interpreter&, const Value& v, Args& a) {
     if (!fill.is_none() && n >= extra) tmp.push_back(fill);
     out.push_back(Value::list(std::move(tmp)));
   }
-  return generator(std::move(out));
+  return generator(std::move(out), "generator object sync_do_slice");
 }
 Value f_groupby(Interpreter&, const Value& v, Args& a) {
   ArgReader r(a, "do_groupby", {"attribute", "default", "case_sensitive"});
@@ -556,7 +579,7 @@ Value f_groupby(Interpreter&, const Value& v, Args& a) {
 }
 
 Value f_map(Interpreter& interp, const Value& v, Args& a) {
-  if (!truthy(v)) return generator({});
+  if (!truthy(v)) return generator({}, "generator object sync_do_map");
   std::vector<Value> out;
   auto items = iterate(v);
   if (a.positional.empty() && std::any_of(a.keyword.begin(), a.keyword.end(),
@@ -575,7 +598,7 @@ Value f_map(Interpreter& interp, const Value& v, Args& a) {
       if (!dflt.is_none() && x.is_undefined()) x = dflt;
       out.push_back(std::move(x));
     }
-    return generator(std::move(out));
+    return generator(std::move(out), "generator object sync_do_map");
   }
   if (a.positional.empty()) filter_argument_error("map requires a filter argument");
   std::string name = to_str(a.positional[0]);
@@ -585,11 +608,11 @@ Value f_map(Interpreter& interp, const Value& v, Args& a) {
     args.keyword = a.keyword;
     out.push_back(interp.apply_filter(name, item, args, 0));
   }
-  return generator(std::move(out));
+  return generator(std::move(out), "generator object sync_do_map");
 }
 
 Value select_or_reject(Interpreter& interp, const Value& v, Args& a, bool select, bool lookup_attr) {
-  if (!truthy(v)) return generator({});
+  if (!truthy(v)) return generator({}, "generator object select_or_reject");
   size_t off = 0;
   Value attribute;
   if (lookup_attr) {
@@ -613,7 +636,7 @@ Value select_or_reject(Interpreter& interp, const Value& v, Args& a, bool select
     }
     if (ok == select) out.push_back(item);
   }
-  return generator(std::move(out));
+  return generator(std::move(out), "generator object select_or_reject");
 }
 Value f_select(Interpreter& i, const Value& v, Args& a) {
   return select_or_reject(i, v, a, true, false);

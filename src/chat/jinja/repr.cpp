@@ -60,7 +60,9 @@ void append_repr(std::string& out, const Value& v) {
           out += "])";
           return;
         case ListFlavor::generator:
-          out += "<generator object>";
+          // Python prints the object's address; so does keel (the address of its list)
+          out += fmt::format("<{} at {:#x}>", v.list_data().repr ? v.list_data().repr : "generator object",
+                             reinterpret_cast<uintptr_t>(&v.list_data()));
           return;
       }
       return;

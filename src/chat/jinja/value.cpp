@@ -156,7 +156,7 @@ Value Value::string(std::string s, bool markup) {
   return Value(Rep(std::make_shared<const std::string>(std::move(s))), markup);
 }
 
-Value Value::list(std::vector<Value> items, ListFlavor flavor) {
+Value Value::list(std::vector<Value> items, ListFlavor flavor, const char* repr) {
   if (auto* budget = current_budget()) budget->check_list(items.size());
   int child = 0;
   for (const auto& item : items) child = std::max(child, item.depth());
@@ -164,6 +164,7 @@ Value Value::list(std::vector<Value> items, ListFlavor flavor) {
   data->depth = checked_depth(child);
   data->items = std::move(items);
   data->flavor = flavor;
+  data->repr = repr;
   return Value(Rep(std::shared_ptr<const ListData>(std::move(data))));
 }
 

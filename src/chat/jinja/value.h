@@ -55,7 +55,9 @@ class Value {
   static Value integer(int64_t i) { return Value(Rep(i)); }
   static Value floating(double d) { return Value(Rep(d)); }
   static Value string(std::string s, bool markup = false);  // charged to the render budget
-  static Value list(std::vector<Value> items, ListFlavor flavor = ListFlavor::list);
+  // repr: a generator's Python repr before " at 0x…>" ("generator object do_unique"), for printing it.
+  static Value list(std::vector<Value> items, ListFlavor flavor = ListFlavor::list,
+                    const char* repr = nullptr);
   static Value range(int64_t start, int64_t stop, int64_t step);
   static Value dict(Dict d);
   static Value callable(std::string name, std::function<Value(Interpreter&, CallArgs&)> fn,
@@ -112,7 +114,9 @@ struct ListData {
   ListFlavor flavor = ListFlavor::list;
   int64_t range_start = 0, range_stop = 0, range_step = 1;  // flavor == range only, for repr
   mutable bool consumed = false;                            // flavor == generator: iterated once already
-  int depth = 1;                                            // nesting depth, bounded (see budget.h)
+  const char* repr =
+      nullptr;    // flavor == generator: "generator object do_map", "list_reverseiterator object"
+  int depth = 1;  // nesting depth, bounded (see budget.h)
 };
 
 // An insertion-ordered dict. Keys follow Python: 1, 1.0 and True are one key; lists and dicts are not
