@@ -114,8 +114,8 @@ struct ListData {
   ListFlavor flavor = ListFlavor::list;
   int64_t range_start = 0, range_stop = 0, range_step = 1;  // flavor == range only, for repr
   mutable bool consumed = false;                            // flavor == generator: iterated once already
-  const char* repr =
-      nullptr;    // flavor == generator: "generator object do_map", "list_reverseiterator object"
+  // flavor == generator: its Python repr before " at 0x…>" ("generator object sync_do_map"); static text
+  const char* repr = nullptr;
   int depth = 1;  // nesting depth, bounded (see budget.h)
 };
 
