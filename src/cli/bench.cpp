@@ -11,6 +11,8 @@
 //   transient   peak − loaded − state: what the steps themselves used
 //   planned     the largest transient the scheduler planned for a prefill step (Model::step_transient_bytes)
 //   VmHWM tr.   VmHWM − VmRSS at the row's start − state: the transient as the kernel saw it
+//   outside     on a GPU: the most device memory taken outside the pool during the row (cudaMemGetInfo's
+//               free bytes at the row's start less those after each step; 0 when everything is in the pool)
 // --random-weights needs only config.json (models/random_weights.h); --quantize B packs its matrices in MLX's
 // affine format (an MLX-quantized folder is benched as it is, with -m).
 #include <fmt/format.h>
@@ -63,6 +65,7 @@ struct Row {
   double prefill_tok_s = 0, decode_tok_s = 0;
   int64_t loaded = 0, peak = 0, process_peak = 0, process_before = 0, state = 0, planned = 0;
   int64_t measured_max = 0;  // largest per-step transient the scheduler measured in the prefill
+  int64_t outside = -1;      // device bytes taken outside the pool (−1: a CPU)
   int64_t prefill_steps = 0, shrunk_steps = 0, failed_steps = 0, plan_exceeded = 0;
   std::string error;  // the row's refusal or failure; the numbers are then partial
   int64_t transient() const { return peak - loaded - state; }
@@ -113,6 +116,8 @@ std::vector<int32_t> bench_prompt(int64_t n, int64_t vocab, uint64_t seed) {
 
 Row bench_one(Model& model, MemoryPool& pool, const BenchArgs& a, int64_t L) {
   Row row;
+  const int64_t free0 = device_free_bytes(a.device);
+  if (free0 >= 0) row.outside = 0;
   row.prompt_tokens = L;
   row.loaded = pool.in_use();
   SchedulerConfig sc;
@@ -141,6 +146,7 @@ Row bench_one(Model& model, MemoryPool& pool, const BenchArgs& a, int64_t L) {
   }
   bool prefilling = true;
   while (sched.step()) {
+    if (free0 >= 0) row.outside = std::max(row.outside, free0 - device_free_bytes(a.device));
     if (!prefilling) continue;
     const SchedulerStats& st = sched.stats();
     row.peak = std::max(row.peak, pool.peak());
@@ -183,6 +189,7 @@ nlohmann::json row_json(const Row& r) {
                       {"transient_bytes", r.transient()},
                       {"planned_transient_bytes", r.planned},
                       {"measured_step_transient_bytes", r.measured_max},
+                      {"device_outside_pool_bytes", r.outside},
                       {"prefill_steps", r.prefill_steps},
                       {"shrunk_steps", r.shrunk_steps},
                       {"failed_steps", r.failed_steps},
@@ -196,19 +203,20 @@ std::string mib(int64_t bytes) {
 }
 
 void print_table(const std::vector<Row>& rows) {
-  const char* head = "{:>8} {:>11} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6}\n";
+  const char* head = "{:>8} {:>11} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6} {:>8}\n";
   fmt::print(fmt::runtime(head), "prompt", "prefill t/s", "decode t/s", "loaded", "peak", "VmHWM", "state",
-             "transient", "planned", "VmHWM tr.", "steps");
-  fmt::print(fmt::runtime(head), "tokens", "", "", "MiB", "MiB", "MiB", "MiB", "MiB", "MiB", "MiB", "");
+             "transient", "planned", "VmHWM tr.", "steps", "outside");
+  fmt::print(fmt::runtime(head), "tokens", "", "", "MiB", "MiB", "MiB", "MiB", "MiB", "MiB", "MiB", "",
+             "MiB");
   for (const Row& r : rows) {
     if (r.prefill_steps == 0 && !r.error.empty()) {
       fmt::print("{:>8} refused: {}\n", r.prompt_tokens, r.error);
       continue;
     }
-    fmt::print("{:>8} {:>11.1f} {:>10.2f} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6}\n",
+    fmt::print("{:>8} {:>11.1f} {:>10.2f} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6} {:>8}\n",
                r.prompt_tokens, r.prefill_tok_s, r.decode_tok_s, mib(r.loaded), mib(r.peak),
                mib(r.process_peak), mib(r.state), mib(r.transient()), mib(r.planned),
-               mib(r.process_transient()), r.prefill_steps);
+               mib(r.process_transient()), r.prefill_steps, r.outside < 0 ? "-" : mib(r.outside));
     if (!r.error.empty()) fmt::print("{:>8} error: {}\n", "", r.error);
   }
   const Row* lo = nullptr;

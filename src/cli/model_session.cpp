@@ -190,6 +190,14 @@ bool device_context_lost(const std::string& device) {
 #endif
 }
 
+int64_t device_free_bytes(const std::string& device) {
+#ifdef KEEL_HAVE_CUDA
+  if (const std::optional<int> gpu = cuda_index(device)) return cuda::free_bytes(*gpu);
+#endif
+  (void)device;
+  return -1;
+}
+
 ModelSession open_session(const SessionOptions& o, bool need_tokenizer) {
   ModelSession s;
   s.dir = o.dir.empty() ? default_model_dir() : o.dir;

@@ -53,6 +53,9 @@ Compute make_compute(const std::string& device, const std::string& limit_flag, i
 
 // Whether `device` (cpu or cuda[:N]) has lost its CUDA context to a sticky error (always false for cpu).
 bool device_context_lost(const std::string& device);
+// What the device's runtime says is free (bytes; cudaMemGetInfo, the outside view of the device pool); −1 for
+// cpu.
+int64_t device_free_bytes(const std::string& device);
 
 // The bundled default model: ./models/keel-brown-nemotron-h-8m, else next to the keel binary's folder
 // (build/keel → models/). Throws Error(invalid_argument) saying to pass --model when it is not there.

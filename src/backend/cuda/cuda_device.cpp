@@ -64,6 +64,13 @@ DeviceInfo device_info(int index) {
       index, prop.name, prop.major, prop.minor, static_cast<int64_t>(total_b), static_cast<int64_t>(free_b)};
 }
 
+int64_t free_bytes(int index) {
+  check(cudaSetDevice(index), "cudaSetDevice");
+  size_t free_b = 0, total_b = 0;
+  check(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo");
+  return static_cast<int64_t>(free_b);
+}
+
 ArenaAllocator::ArenaAllocator(int index, int64_t capacity_bytes) : index_(index), arena_(capacity_bytes) {
   check(cudaSetDevice(index), "cudaSetDevice");
   void* p = nullptr;

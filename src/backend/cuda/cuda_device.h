@@ -24,6 +24,8 @@ int device_count(std::string* why = nullptr);
 // The device at `index`, or Error(invalid_argument) naming what exists ("cuda:3: this machine has 1 CUDA
 // device (cuda:0)" / "no CUDA device: …").
 DeviceInfo device_info(int index);
+// What cudaMemGetInfo says is free on device `index` now (bytes); cheaper than device_info.
+int64_t free_bytes(int index);
 // Throws Error(internal) "CUDA error in <what>: <name> (<description>)" when `status` (a cudaError_t) is not
 // success; also clears a non-sticky error so it cannot poison a later call. A sticky one (an illegal address,
 // a kernel trap) cannot be cleared: the message says so and context_lost() turns true.
