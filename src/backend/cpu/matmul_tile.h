@@ -8,8 +8,11 @@
 // unpack<B>(const uint8_t* p): the L B-bit values of the bit stream starting at byte p (L·B/8 bytes, read
 // exactly), as floats.
 #pragma once
+#include <emmintrin.h>
+
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 
 #include "backend/cpu/matmul.h"
 #include "core/dtype.h"
@@ -238,6 +241,16 @@ struct UnpackTable {
 };
 template <int B, int L>
 inline constexpr UnpackTable<B, L> kUnpackTable{};
+
+// Sixteen 4-bit values without a shuffle table: the 8 bytes at p (never more are read), one value a byte in
+// element order (SSE2). Element i of a row sits in bits [4i, 4i + 4) of its little-endian stream, so a byte's
+// low nibble comes first. The same values as the table unpack, in fewer instructions.
+inline __attribute__((always_inline)) __m128i nibbles_in_order(const uint8_t* p) {
+  uint64_t w = 0;
+  std::memcpy(&w, p, 8);
+  const __m128i x = _mm_cvtsi64_si128(static_cast<long long>(w)), m = _mm_set1_epi8(0x0F);
+  return _mm_unpacklo_epi8(_mm_and_si128(x, m), _mm_and_si128(_mm_srli_epi16(x, 4), m));
+}
 
 inline float stored_scalar(const char* p, DType dtype, int64_t i) {
   switch (dtype) {
