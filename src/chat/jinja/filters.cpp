@@ -345,6 +345,25 @@ Value f_join(Interpreter&, const Value& v, Args& a) {
   }
   return Value::string(std::move(out));
 }
+// The repr of CPython's reversed(v), by v's kind (a tuple's is the plain "reversed object").
+const char* reversed_repr(const Value& v) {
+  if (v.is_dict()) return "dict_reversekeyiterator object";
+  if (!v.is_list()) return "reversed object";
+  switch (v.flavor()) {
+    case ListFlavor::list:
+      return "list_reverseiterator object";
+    case ListFlavor::range:
+      return "range_iterator object";
+    case ListFlavor::dict_keys:
+      return "dict_reversekeyiterator object";
+    case ListFlavor::dict_values:
+      return "dict_reversevalueiterator object";
+    case ListFlavor::dict_items:
+      return "dict_reverseitemiterator object";
+    default:
+      return "reversed object";
+  }
+}
 Value f_reverse(Interpreter&, const Value& v, Args& a) {
   ArgReader(a, "do_reverse", {});
   if (v.is_string()) {
@@ -357,31 +376,9 @@ Value f_reverse(Interpreter&, const Value& v, Args& a) {
     std::reverse(items.begin(), items.end());
     return Value::list(std::move(items));
   }
-  // reversed(value): CPython's reverse iterator of each kind
-  const char* repr = "reversed object";  // a tuple
-  if (v.is_dict()) repr = "dict_reversekeyiterator object";
-  if (v.is_list()) switch (v.flavor()) {
-      case ListFlavor::list:
-        repr = "list_reverseiterator object";
-        break;
-      case ListFlavor::range:
-        repr = "range_iterator object";
-        break;
-      case ListFlavor::dict_keys:
-        repr = "dict_reversekeyiterator object";
-        break;
-      case ListFlavor::dict_values:
-        repr = "dict_reversevalueiterator object";
-        break;
-      case ListFlavor::dict_items:
-        repr = "dict_reverseitemiterator object";
-        break;
-      default:
-        break;
-    }
   auto items = iterate(v);
   std::reverse(items.begin(), items.end());
-  return generator(std::move(items), repr);
+  return generator(std::move(items), reversed_repr(v));
 }
 Value f_sum(Interpreter&, const Value& v, Args& a) {
   ArgReader r(a, "do_sum", {"attribute", "start"});
