@@ -48,7 +48,7 @@ void BM_Attention(benchmark::State& state) {
   state.counters["GFLOP/s"] =
       benchmark::Counter(4.0 * D * n_q * pairs * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["ws_bytes"] = static_cast<double>(ws);
-  state.counters["ws_planned"] = static_cast<double>(ops::attention_workspace_bytes(be, T, n_q, n_kv));
+  state.counters["ws_planned"] = static_cast<double>(ops::attention_workspace_bytes(be, T, n_q, n_kv, D, D));
   state.SetLabel(be.name());
 }
 

@@ -14,6 +14,12 @@
 #            eight Mamba2 layers of Nemotron-H 30B-A3B, six Gated DeltaNet and four attention layers of
 #            Qwen3.5-35B-A3B; planned against measured transient
 #   full     keel bench on the whole Nemotron-H 30B-A3B and Qwen3.5-35B-A3B shapes (random weights)
+#   quant    keel bench on the whole Nemotron-H 30B-A3B shape, random weights MLX-packed at 4 and 2 bits
+#   profile  Nsight Compute's time of every kernel (tools/ncu_steps.py: per step, by kernel) of keel bench on
+#            the two seed shapes cut to one period of their layer pattern (MEMEM* and three DeltaNet + one
+#            attention; 1024-token prompt, 8 decode steps), beside the same bench's wall time without ncu
+#   mlxref   tools/make_mlx_reference.py: transformers on the MLX test folders' dequantized twins, written to
+#            tests/fixtures/<family>/mlx_reference.safetensors (copies in LOGDIR)
 #   all      gpu ops model server soak
 # Exit status 1 if any phase failed.
 set -uo pipefail
@@ -69,7 +75,36 @@ full() {
       --prefill-chunk-size 4096 --json "$L/full_$m.json" || return 1
   done
 }
-export -f shape_bench shapes full
+# The Nemotron-H shape with its matrices MLX-packed (issue 13's figures), JSON beside the log.
+quant() {
+  for bits in 4 2; do
+    "$B/keel" bench --device cuda --random-weights --quantize "$bits" -m bench/nemotron_h_30b_a3b \
+      --prompt-lengths 1024,4096,16384 --gen 16 --prefill-chunk-size 4096 --json "$L/quant_$bits.json" || return 1
+  done
+}
+profile() {
+  local ncu
+  ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n 1)
+  [ -n "$ncu" ] || { echo "no ncu on this machine"; return 1; }
+  python3 -c "import json
+c = json.load(open('bench/nemotron_h_30b_a3b/config.json'))
+c.update(num_hidden_layers=6, hybrid_override_pattern='MEMEM*')
+d = json.load(open('bench/qwen3_5_35b_a3b/config.json'))
+d.update(num_hidden_layers=4, layer_types=['linear_attention'] * 3 + ['full_attention'])
+for n, x in (('nh6', c), ('q4', d)):
+    import os; os.makedirs('/tmp/prof_' + n, exist_ok=True); json.dump(x, open('/tmp/prof_' + n + '/config.json', 'w'))"
+  for n in nh6 q4; do
+    "$B/keel" bench --device cuda --random-weights -m "/tmp/prof_$n" --prompt-lengths 1024 --gen 8 || return 1
+    "$ncu" --clock-control none --metrics gpu__time_duration.sum --csv "$B/keel" bench --device cuda \
+      --random-weights -m "/tmp/prof_$n" --prompt-lengths 1024 --gen 8 >"$L/ncu_$n.csv" || return 1
+    python3 tools/ncu_steps.py "$L/ncu_$n.csv" || return 1
+  done
+}
+mlxref() {
+  python3 tools/make_mlx_reference.py --out tests/fixtures &&
+    for f in tests/fixtures/*/mlx_reference.safetensors; do cp "$f" "$L/$(basename "$(dirname "$f")")_mlx_reference.safetensors"; done
+}
+export -f shape_bench shapes full quant profile mlxref
 export L
 export B
 status=0
@@ -85,6 +120,9 @@ for p in "$@"; do
                           --seconds 60 --device cuda:0 --limit-mib 2048" ;;
     shapes) phase shapes 300 shapes ;;
     full) phase full 400 full ;;
+    quant) phase quant 400 quant ;;
+    profile) phase profile 400 profile ;;
+    mlxref) phase mlxref 400 mlxref ;;
     *) echo "unknown phase $p" >&2; exit 2 ;;
   esac
 done

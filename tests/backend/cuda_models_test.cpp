@@ -5,9 +5,12 @@
 // exceeds 2e-3, log-probs within the GPU's bar of 1e-3: the CUDA matmul's sums depend on the rows of a call,
 // GEMV for ≤ 8 and cuBLAS beyond, so pieces are not bitwise as on the CPU; measured 2.5e-4 on qwen3_5, whose
 // DeltaNet recurrence carries the difference, 1e-4 on qwen3_5_moe, ≤ 1e-4 on the others). Without a GPU
-// every test skips, saying so.
+// every test skips, saying so. CudaMlxFolders: the MLX folders of every family (8 to 2 bits, groups 64 and
+// 32, tests/models/mlx_folder_check.h) on CUDA — the packed GEMV for decode and the packed tensor-core tiles
+// for prefill — against transformers on the dequantized weights and keel's dense run of them, within 1e-3.
 #include <string>
 
+#include "../models/mlx_folder_check.h"
 #include "../models/model_test_util.h"
 #include "backend/cuda/cuda_device.h"
 #include "require_gpu.h"
@@ -51,6 +54,17 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, CudaModels,
                          [](const ::testing::TestParamInfo<Fixture>& i) {
                            return std::string(i.param.name);
                          });
+
+class CudaMlxFolders : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(CudaMlxFolders, MatchDequantizedWeights) {
+  REQUIRE_GPU();
+  mlx_folders::check_family(GetParam(), TestBackend::cuda);
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, CudaMlxFolders,
+                         ::testing::Values("llama", "qwen3", "nemotron_h", "qwen3_5", "qwen3_5_moe"),
+                         [](const ::testing::TestParamInfo<const char*>& i) { return std::string(i.param); });
 
 }  // namespace
 }  // namespace keel::testing

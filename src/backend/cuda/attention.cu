@@ -5,11 +5,21 @@
 // halves of kSub rows. Query i (absolute position offset + i) sees keys [0, offset + i]; GQA: query head h
 // reads KV head h / (n_q / n_kv). Per tile, as the CPU: m' = max(m, tile max), α = e^{m − m'},
 // p_j = e^{s_j − m'}, l ← α·l + Σp, o ← α·o + Σ p_j·v_j; at the end o / l (times 1/l). Nothing of size T ×
-// kv_len exists anywhere; no workspace.
+// kv_len exists anywhere.
+// Split keys (flash-decoding) for steps of one query tile (T ≤ kRows: decode) over a long cache: the key
+// tiles are cut into S runs of whole tiles, grid y = S (so ⌈T/kRows⌉·n_q·S blocks fill the device where
+// n_q alone would leave most SMs idle), each run's block writes its rows' m, l and unnormalized o to the
+// workspace, and combine_kernel merges the runs: M = max m_s, w_s = e^{m_s − M}, o = Σ w_s·o_s / Σ w_s·l_s.
+// S depends on the step's kv length and the device's SM count; a row's sums then run in another order than
+// one block's (within f32 rounding: the GPU's batch-invariance bar). Workspace: kMaxSplits runs of
+// [T, n_q, Dv + 2] f32 when T ≤ kRows, else none.
 #include <cuda_runtime.h>
+
+#include <algorithm>
 
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/mixer_util.cuh"
+#include "core/tensor.h"
 
 namespace keel {
 
@@ -26,6 +36,8 @@ constexpr int kSub = 32;                           // keys per shared-memory sta
 constexpr int kMaxDv = 512;                        // the op's limit on D and Dv
 constexpr int kColsPerThread = kMaxDv / kThreads;  // output columns c = tid + kThreads·k, k < 4
 constexpr float kNegInf = -__builtin_huge_valf();
+constexpr int64_t kMaxSplits = 16;     // key runs of a split step at most
+constexpr int64_t kMinSplitTiles = 4;  // key tiles per run at least (256 keys)
 
 // Dynamic shared memory (floats): the tile's scores, then probabilities, transposed [kKeyTile, kRows] (first:
 // 16-byte aligned, a key's kRows probabilities are read as float4s), the Q tile [kRows, D], a K or V stage
@@ -38,8 +50,11 @@ int64_t shared_bytes(const AttentionArgs& a) {
   return 4 * (kKeyTile * kRows + kRows * a.D + kSub * stage_ld(a) + 3 * kRows);
 }
 
-// Grid: ⌈T / kRows⌉ · n_q blocks (the heads of one tile consecutive: they share KV rows in L2).
-__global__ void __launch_bounds__(kThreads) attention_kernel(const AttentionArgs a, const int64_t ld) {
+// Grid: ⌈T / kRows⌉ · n_q blocks (the heads of one tile consecutive: they share KV rows in L2) × S key runs
+// of `span` keys (a multiple of kKeyTile). S = 1 (part null): o normalized into a.out. S > 1: run s writes
+// part[s][t][h] = (o unnormalized [Dv], m, l) for combine_kernel.
+__global__ void __launch_bounds__(kThreads)
+    attention_kernel(const AttentionArgs a, const int64_t ld, const int64_t span, float* part) {
   extern __shared__ float4 smem_f4[];  // (declared as float4: P is read as float4s)
   float* smem = reinterpret_cast<float*>(smem_f4);
   const int64_t D = a.D, Dv = a.Dv;
@@ -68,9 +83,11 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const AttentionArgs
   for (int k = 0; k < kColsPerThread; ++k)
 #pragma unroll
     for (int r = 0; r < kRows; ++r) acc[k][r] = 0;
-  const int64_t first = a.offset + i0;    // absolute position of row 0
-  const int64_t keys_end = first + rows;  // the last row sees keys [0, keys_end)
-  for (int64_t k0 = 0; k0 < keys_end; k0 += kKeyTile) {
+  const int64_t first = a.offset + i0;  // absolute position of row 0
+  const int64_t run = static_cast<int64_t>(blockIdx.y) * span;
+  // the last row sees keys [0, first + rows); this block takes [run, keys_end) of them
+  const int64_t keys_end = first + rows < run + span ? first + rows : run + span;
+  for (int64_t k0 = run; k0 < keys_end; k0 += kKeyTile) {
     const int64_t k1 = k0 + kKeyTile < keys_end ? k0 + kKeyTile : keys_end;
     // Scores s[r][j] = scale · q_r · k_j, −inf where key j is past row r's position (or the tile).
     for (int half = 0; half < kKeyTile / kSub; ++half) {
@@ -160,7 +177,21 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const AttentionArgs
       }
     }
   }
-  // l was last written before a barrier of the loop (which runs at least once: keys_end ≥ 1).
+  // l was last written before a barrier of the loop (which runs at least once: every run holds a key).
+  if (part != nullptr) {
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+      if (r >= rows) break;
+      float* o = part + ((static_cast<int64_t>(blockIdx.y) * a.T + i0 + r) * a.n_q + h) * (Dv + 2);
+#pragma unroll
+      for (int k = 0; k < kColsPerThread; ++k) {
+        const int64_t c = tid + kThreads * k;
+        if (c < Dv) o[c] = acc[k][r];
+      }
+      if (tid == 0) o[Dv] = m[r], o[Dv + 1] = l[r];
+    }
+    return;
+  }
 #pragma unroll
   for (int r = 0; r < kRows; ++r) {  // unrolled over kRows: acc stays in registers
     if (r >= rows) break;
@@ -174,11 +205,53 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const AttentionArgs
   }
 }
 
+// One block per (row t, head h): the S runs' partials merged in run order into out[t, h].
+__global__ void __launch_bounds__(kThreads)
+    combine_kernel(const AttentionArgs a, const int64_t S, const float* part) {
+  const int64_t t = blockIdx.x / a.n_q, h = blockIdx.x % a.n_q, Dv = a.Dv, stride = a.T * a.n_q * (Dv + 2);
+  const float* p0 = part + (t * a.n_q + h) * (Dv + 2);
+  float M = kNegInf;
+  for (int64_t s = 0; s < S; ++s) M = fmaxf(M, p0[s * stride + Dv]);
+  float L = 0;
+  for (int64_t s = 0; s < S; ++s) {
+    const float m = p0[s * stride + Dv];
+    if (m != kNegInf) L += expf(m - M) * p0[s * stride + Dv + 1];
+  }
+  const float inv = 1.0f / L;
+  float* o = a.out + t * a.o_st + h * a.o_sh;
+  for (int64_t c = threadIdx.x; c < Dv; c += kThreads) {
+    float sum = 0;
+    for (int64_t s = 0; s < S; ++s) {
+      const float m = p0[s * stride + Dv];
+      if (m != kNegInf) sum += expf(m - M) * p0[s * stride + c];
+    }
+    o[c] = sum * inv;
+  }
+}
+
+// Key runs of this step: 1 (one block per query tile and head) unless T ≤ kRows and the n_q blocks would
+// leave the device's SMs idle; then enough runs for two blocks per SM, each at least kMinSplitTiles tiles.
+struct Split {
+  int64_t runs, span;
+};
+Split split_of(const AttentionArgs& a) {
+  const int64_t keys = a.offset + a.T, tiles = (keys + kKeyTile - 1) / kKeyTile;
+  if (a.T > kRows || tiles < 2 * kMinSplitTiles) return {1, tiles * kKeyTile};
+  int device = 0, sms = 0;
+  cuda::check(cudaGetDevice(&device), "attention");
+  cuda::check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "attention");
+  int64_t runs = (2 * int64_t{sms} + a.n_q - 1) / a.n_q;
+  runs = std::min({runs, kMaxSplits, tiles / kMinSplitTiles});
+  if (runs <= 1) return {1, tiles * kKeyTile};
+  const int64_t per = (tiles + runs - 1) / runs;  // tiles per run; the last run may hold fewer
+  return {(tiles + per - 1) / per, per * kKeyTile};
+}
+
 }  // namespace
 
-// The kernel takes nothing from the pool.
-int64_t CudaBackend::attention_workspace(const AttentionArgs&) const {
-  return 0;
+// Split steps (T ≤ kRows): kMaxSplits runs of partials [T, n_q, Dv + 2] f32, whatever the cache length.
+int64_t CudaBackend::attention_workspace(const AttentionArgs& a) const {
+  return a.T <= kRows ? kMaxSplits * a.T * a.n_q * (a.Dv + 2) * 4 : 0;
 }
 
 void CudaBackend::attention(const AttentionArgs& a) {
@@ -193,9 +266,20 @@ void CudaBackend::attention(const AttentionArgs& a) {
                 kMaxDv);
   const int64_t blocks = (a.T + kRows - 1) / kRows * a.n_q, smem = shared_bytes(a);
   cuda::mixer::allow_shared(attention_kernel, smem, "attention shared memory");
-  attention_kernel<<<cuda::mixer::grid_blocks(blocks, "attention"), kThreads, static_cast<size_t>(smem),
-                     stream()>>>(a, stage_ld(a));
+  const Split sp = split_of(a);
+  // Taken whenever the step may split (T ≤ kRows), whatever the cache length: the plan is flat in kv_len.
+  Tensor part;
+  if (a.T <= kRows)
+    part = Tensor::empty(pool(), DType::u8, {attention_workspace(a)}, "attention key-run partials");
+  const dim3 grid(cuda::mixer::grid_blocks(blocks, "attention"), static_cast<unsigned>(sp.runs));
+  attention_kernel<<<grid, kThreads, static_cast<size_t>(smem), stream()>>>(
+      a, stage_ld(a), sp.span, sp.runs > 1 ? static_cast<float*>(part.data()) : nullptr);
   cuda::check(cudaGetLastError(), "attention launch");
+  if (sp.runs > 1) {
+    combine_kernel<<<static_cast<unsigned>(a.T * a.n_q), kThreads, 0, stream()>>>(
+        a, sp.runs, static_cast<const float*>(part.data()));
+    cuda::check(cudaGetLastError(), "attention combine launch");
+  }
 }
 
 }  // namespace keel

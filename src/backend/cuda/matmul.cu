@@ -8,11 +8,13 @@
 //    the parts carry x's 24 significant bits, so the products are those of f32 x (as on the CPU) at three
 //    times the tensor-core work. Two parts (16 bits) measured max |Δ log-prob| 3.0e-3 on the qwen3_5_moe
 //    fixture against 1e-3 allowed; three give the CPU's figures. Workspace: the three copies, 6·T·in bytes.
-//  - f16 and packed (MLX affine u32) W, T > kGemvRows: a tiled f32 kernel that widens (dequantizes) each
-//    64 × 16 tile of W into shared memory.
+//  - packed (MLX affine u32) W, T > kGemvRows: tensor-core tiles (mma_tile): q in bf16 (exact) into shared
+//    memory, x in three bf16 parts, each group summed as s·Σ x·q + b·Σ x.
+//  - f16 W, T > kGemvRows: a tiled f32 kernel that widens each 64 × 16 tile of W into shared memory.
 // The bias is written into y first and every product adds onto it.
-// grouped_matmul (MoE experts, GroupedMatmulArgs): the GEMV (≤ kGemvRows tokens) or the tiled kernel over
-// every expert's grouped rows in one launch, x rows gathered as they are read.
+// grouped_matmul (MoE experts, GroupedMatmulArgs): over every expert's grouped rows in one launch, x rows
+// gathered as they are read: the GEMV (≤ kGemvRows tokens), the tensor-core tiles (bf16 and packed W) or
+// the tiled f32 kernel (f32 and f16 W).
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -126,6 +128,138 @@ __global__ void tiled_kernel(const MatmulArgs a) {
   tiled_tile(a, nullptr, t0, t0 + kTile < a.T ? t0 + kTile : a.T, static_cast<int64_t>(blockIdx.x) * kTile);
 }
 
+// ---- tensor-core tiles: bf16 W and MLX-packed W, T > kGemvRows --------------------------------------------
+// y[t, o] = Σ_k x[t, k]·W[o, k] on the tensor cores (mma.sync m16n8k16, bf16 inputs, f32 accumulation),
+// tiles of kMmaM rows × kMmaN outputs, k in stages of kMmaK through shared memory. Reference: tiled_tile
+// above (the f32 kernel it replaces for these weights) and the CPU's kernels.
+//  - x is split into three bf16 parts as it is loaded (hi + mid + lo = x, each the rounding of what the
+//    earlier parts leave: x's 24 significant bits), each part multiplied on the tensor cores: the products of
+//    f32 x, as the cuBLAS path computes them for dense bf16 W.
+//  - bf16 W is exact in bf16: the tile is W's bits.
+//  - packed W (w = s·q + b per group of G ∈ {32, 64, 128}): the tile holds q (≤ 255, exact in bf16) and each
+//    group is summed in the factored form s·Σ x·q + b·Σ x: the tensor cores give Σ x·q, Σ x is a warp sum of
+//    the loaded x row, and at the group's last stage every output adds s·(Σ x·q) + b·(Σ x) (f32 fmaf). A
+//    stage of 32 never straddles a group: G is a multiple of 32 and so is the stage's start.
+// Rounding differs from the f32 kernel's fmaf chains (the tensor cores' sums, the factored groups): within
+// the f32 sums' own error (the op harness's bars); as for cuBLAS, a row's bits may depend on the rows beside
+// it (docs/CUDA.md).
+constexpr int kMmaM = 64, kMmaN = 128, kMmaK = 32;
+constexpr int kMmaRow = kMmaK + 8;  // bf16 per shared row: 20 words, so a fragment's 32 loads hit 32 banks
+
+__device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// The two bf16 at shared [row][col], [row][col + 1] as one 32-bit fragment register (col even).
+__device__ __forceinline__ uint32_t pair_at(const __nv_bfloat16 (*rows)[kMmaRow], int row, int col) {
+  return *reinterpret_cast<const uint32_t*>(&rows[row][col]);
+}
+
+// One tile: y rows [t0, t_end) (≤ kMmaM) × outputs [o0, o0 + kMmaN). 256 threads, 8 warps in 2 × 4, each
+// 32 rows × 32 outputs: 2 × 4 fragments of 16 × 8. Fragment layouts: the PTX ISA's m16n8k16 (.bf16): lane
+// = 4·g + i holds A rows g, g + 8 at k 2i, 2i + 1, 2i + 8, 2i + 9; B column g at the same k; C rows g, g + 8
+// at columns 2i, 2i + 1.
+template <bool kPacked>
+__device__ __forceinline__ void mma_tile(const MatmulArgs& a, const int32_t* x_rows, int64_t t0,
+                                         int64_t t_end, int64_t o0) {
+  __shared__ __align__(16) __nv_bfloat16 xs[3][kMmaM][kMmaRow];  // x parts [part][t][k]
+  __shared__ __align__(16) __nv_bfloat16 ws[kMmaN][kMmaRow];     // W (or q) [o][k]
+  __shared__ float xsum[kMmaM];           // packed: Σ x over the group so far, per row
+  __shared__ float gs[kMmaN], gb[kMmaN];  // packed: the group's scales and biases
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, i = lane % 4;
+  const int wm = (warp / 4) * 32, wn = (warp % 4) * 32;
+  const int G = kPacked ? a.w_group_size : kMmaK;
+  float acc[2][4][4] = {}, tot[2][4][4] = {};
+  for (int64_t k0 = 0; k0 < a.in; k0 += kMmaK) {
+    const bool group_start = k0 % G == 0, group_end = (k0 + kMmaK) % G == 0;
+    __syncthreads();  // the last stage's fragments and fold are read
+    // x: warp w loads rows w, w + 8, …, lane l element k0 + l (one 128-byte row segment per warp).
+    for (int r = warp; r < kMmaM; r += 8) {
+      const int64_t t = t0 + r, k = k0 + lane;
+      float v = (t < t_end && k < a.in) ? x_row(a, x_rows, t)[k] : 0.0f;
+      if (kPacked) {
+        const float sum = cuda::warp_sum(v);
+        if (lane == 0) xsum[r] = group_start ? sum : xsum[r] + sum;
+      }
+      for (int p = 0; p < 3; ++p) {
+        const __nv_bfloat16 h = __float2bfloat16_rn(v);
+        xs[p][r][lane] = h;
+        v -= __bfloat162float(h);
+      }
+    }
+    // W: warp w loads rows w, w + 8, …; lane l element k0 + l.
+    for (int r = warp; r < kMmaN; r += 8) {
+      const int64_t o = o0 + r, k = k0 + lane;
+      uint16_t bits = 0;
+      if (o < a.out && k < a.in) {
+        const char* row = a.w + o * a.w_row_bytes;
+        if (kPacked) {
+          const float q =
+              static_cast<float>(cuda::packed_value(reinterpret_cast<const uint32_t*>(row), a.w_bits, k));
+          bits = __bfloat16_as_ushort(__float2bfloat16_rn(q));  // exact: q ≤ 255
+        } else {
+          bits = reinterpret_cast<const uint16_t*>(row)[k];
+        }
+      }
+      ws[r][lane] = __ushort_as_bfloat16(bits);
+    }
+    if (kPacked && group_start && threadIdx.x < kMmaN) {
+      const int64_t o = o0 + threadIdx.x, grp = k0 / G;
+      const bool live = o < a.out;
+      gs[threadIdx.x] =
+          live ? cuda::load_widened(a.w_scales + o * a.w_scale_row_bytes, a.w_scale_dtype, grp) : 0.0f;
+      gb[threadIdx.x] =
+          live ? cuda::load_widened(a.w_biases + o * a.w_scale_row_bytes, a.w_scale_dtype, grp) : 0.0f;
+    }
+    __syncthreads();
+    for (int kk = 0; kk < kMmaK; kk += 16) {
+      uint32_t b[4][2];
+      for (int n = 0; n < 4; ++n) {
+        b[n][0] = pair_at(ws, wn + 8 * n + g, kk + 2 * i);
+        b[n][1] = pair_at(ws, wn + 8 * n + g, kk + 2 * i + 8);
+      }
+      for (int p = 0; p < 3; ++p)
+        for (int m = 0; m < 2; ++m) {
+          const int r = wm + 16 * m + g;
+          const uint32_t af[4] = {pair_at(xs[p], r, kk + 2 * i), pair_at(xs[p], r + 8, kk + 2 * i),
+                                  pair_at(xs[p], r, kk + 2 * i + 8), pair_at(xs[p], r + 8, kk + 2 * i + 8)};
+          for (int n = 0; n < 4; ++n) mma_bf16(acc[m][n], af, b[n][0], b[n][1]);
+        }
+    }
+    if (kPacked && group_end)
+      for (int m = 0; m < 2; ++m)
+        for (int n = 0; n < 4; ++n)
+          for (int c = 0; c < 4; ++c) {
+            const int r = wm + 16 * m + g + (c >= 2 ? 8 : 0), col = wn + 8 * n + 2 * i + (c & 1);
+            tot[m][n][c] = fmaf(gs[col], acc[m][n][c], fmaf(gb[col], xsum[r], tot[m][n][c]));
+            acc[m][n][c] = 0.0f;
+          }
+  }
+  for (int m = 0; m < 2; ++m)
+    for (int n = 0; n < 4; ++n)
+      for (int c = 0; c < 4; ++c) {
+        const int64_t t = t0 + wm + 16 * m + g + (c >= 2 ? 8 : 0), o = o0 + wn + 8 * n + 2 * i + (c & 1);
+        if (t < t_end && o < a.out)
+          y_row(a, t)[o] = (a.bias ? a.bias[o] : 0.0f) + (kPacked ? tot[m][n][c] : acc[m][n][c]);
+      }
+}
+
+template <bool kPacked>
+__global__ void __launch_bounds__(256) mma_kernel(const MatmulArgs a) {
+  const int64_t t0 = static_cast<int64_t>(blockIdx.y) * kMmaM;
+  mma_tile<kPacked>(a, nullptr, t0, t0 + kMmaM < a.T ? t0 + kMmaM : a.T,
+                    static_cast<int64_t>(blockIdx.x) * kMmaN);
+}
+
+// The tensor-core tiles take bf16 and packed W (f32 and f16 W are not exact in bf16: the f32 kernel).
+__host__ __device__ inline bool mma_weights(const MatmulArgs& a) {
+  return a.w_bits > 0 || a.w_dtype == DType::bf16;
+}
+
 // ---- grouped experts (GroupedMatmulArgs): one launch per call --------------------------------------------
 // The experts' weight pointers travel in the kernel's parameters (12 KiB: CUDA 12.1+ allows 32 KiB), so
 // nothing is uploaded per call. Each expert's grouped rows are cut into tiles of BM rows, expert after
@@ -211,6 +345,19 @@ __global__ void grouped_tiled_kernel(const MatmulArgs m, const ExpertPointers p,
   }
 }
 
+// Prefill on the tensor cores: tiles of kMmaM rows × kMmaN outputs (bf16 and packed W).
+template <bool kPacked>
+__global__ void __launch_bounds__(256)
+    grouped_mma_kernel(const MatmulArgs m, const ExpertPointers p, const int32_t* offsets,
+                       const int32_t* x_rows, int E, int64_t max_tiles) {
+  for (int64_t tile = blockIdx.y; tile < max_tiles; tile += gridDim.y) {
+    const Tile t = find_tile(offsets, E, kMmaM, tile);
+    if (t.rows == 0) return;
+    mma_tile<kPacked>(expert_args(m, p, t.expert), x_rows, t.row0, t.row0 + t.rows,
+                      static_cast<int64_t>(blockIdx.x) * kMmaN);
+  }
+}
+
 // y rows = bias (or 0), before the cuBLAS products add onto them.
 __global__ void init_rows_kernel(const MatmulArgs a) {
   const int64_t t = blockIdx.y;
@@ -281,9 +428,22 @@ void CudaBackend::matmul(const MatmulArgs& a) {
     cuda::check(cudaGetLastError(), "matmul (gemv) launch");
     return;
   }
-  // cuBLAS takes int sizes and leading dimensions: beyond them (row strides past 2^31 elements) the tiled
-  // kernel, whose offsets are int64, does the product.
-  if (a.w_dtype == DType::f16 || a.w_bits > 0 || !int_sized(a)) {
+  // Packed W: the tensor-core tiles. cuBLAS takes int sizes and leading dimensions: beyond them (row strides
+  // past 2^31 elements) the tiles, whose offsets are int64, do the product (f32 W: the f32 kernel).
+  if (a.w_bits > 0 || (a.w_dtype == DType::bf16 && !int_sized(a))) {
+    for (int64_t t0 = 0; t0 < a.T; t0 += int64_t{65535} * kMmaM) {
+      const int64_t n = a.T - t0 < int64_t{65535} * kMmaM ? a.T - t0 : int64_t{65535} * kMmaM;
+      const dim3 grid(static_cast<unsigned>((a.out + kMmaN - 1) / kMmaN),
+                      static_cast<unsigned>((n + kMmaM - 1) / kMmaM));
+      if (a.w_bits > 0)
+        mma_kernel<true><<<grid, 256, 0, s>>>(rows_from(a, t0, n));
+      else
+        mma_kernel<false><<<grid, 256, 0, s>>>(rows_from(a, t0, n));
+      cuda::check(cudaGetLastError(), "matmul (tensor-core tiles) launch");
+    }
+    return;
+  }
+  if (a.w_dtype == DType::f16 || !int_sized(a)) {
     for (int64_t t0 = 0; t0 < a.T; t0 += int64_t{65535} * kTile) {
       const int64_t n = a.T - t0 < int64_t{65535} * kTile ? a.T - t0 : int64_t{65535} * kTile;
       const dim3 grid(static_cast<unsigned>((a.out + kTile - 1) / kTile),
@@ -345,14 +505,18 @@ void CudaBackend::grouped_matmul(const GroupedMatmulArgs& g) {
   }
   MatmulArgs a = m;
   a.bias = nullptr;
-  const bool gemv = g.tokens <= kGemvRows;
-  const int64_t bm = gemv ? kGemvRows : kTile;
+  const bool gemv = g.tokens <= kGemvRows, mma = !gemv && mma_weights(m);
+  const int64_t bm = gemv ? kGemvRows : mma ? kMmaM : kTile;
+  const int64_t bn = gemv ? 8 : mma ? kMmaN : kTile;  // outputs per block
   const int64_t max_tiles = (m.T + bm - 1) / bm + std::min<int64_t>(g.E, m.T);
-  const dim3 grid(static_cast<unsigned>(gemv ? (m.out + 7) / 8 : (m.out + kTile - 1) / kTile),
-                  cuda::grid_blocks(max_tiles));
+  const dim3 grid(static_cast<unsigned>((m.out + bn - 1) / bn), cuda::grid_blocks(max_tiles));
   const int E = static_cast<int>(g.E);
   if (gemv)
     grouped_gemv_kernel<<<grid, 256, 0, stream()>>>(a, p, g.offsets, g.x_rows, E, max_tiles);
+  else if (mma && m.w_bits > 0)
+    grouped_mma_kernel<true><<<grid, 256, 0, stream()>>>(a, p, g.offsets, g.x_rows, E, max_tiles);
+  else if (mma)
+    grouped_mma_kernel<false><<<grid, 256, 0, stream()>>>(a, p, g.offsets, g.x_rows, E, max_tiles);
   else
     grouped_tiled_kernel<<<grid, 256, 0, stream()>>>(a, p, g.offsets, g.x_rows, E, max_tiles);
   cuda::check(cudaGetLastError(), "grouped_matmul launch");
