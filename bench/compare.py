@@ -48,6 +48,8 @@ def run_keel(binary, args, lengths):
         cmd.append("--random-weights")
     if args.prefill_chunk_size:
         cmd += ["--prefill-chunk-size", str(args.prefill_chunk_size)]
+    if args.device:
+        cmd += ["--device", args.device]
     before = loadavg()
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     after = loadavg()
@@ -130,6 +132,7 @@ def main():
     ap.add_argument("--gen", type=int, default=16)
     ap.add_argument("--prefill-chunk-size", type=int, default=0)
     ap.add_argument("-t", "--threads", type=int, default=2)
+    ap.add_argument("--device", help="keel's --device (e.g. cuda); keel mode on a GPU machine")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--smoke", action="store_true",
                     help="allow fewer than 3 runs (a check that the script works, not a measurement)")

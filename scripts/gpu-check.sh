@@ -18,6 +18,10 @@
 #   profile  Nsight Compute's time of every kernel (tools/ncu_steps.py: per step, by kernel) of keel bench on
 #            the two seed shapes cut to one period of their layer pattern (MEMEM* and three DeltaNet + one
 #            attention; 1024-token prompt, 8 decode steps), beside the same bench's wall time without ncu
+#   ab       the change under test against its base on the whole Nemotron-H 30B-A3B shape, interleaved
+#            (bench/compare.py keel, 3 rounds): the base is this tree with the files under .ab/base put back
+#            (make them here: for f in $(git diff --name-only BASE -- src); do mkdir -p .ab/base/$(dirname $f);
+#            git show BASE:$f > .ab/base/$f; done; carry .ab), built as /tmp/ab-base/build-base
 #   mlxref   tools/make_mlx_reference.py: transformers on the MLX test folders' dequantized twins, written to
 #            tests/fixtures/<family>/mlx_reference.safetensors (copies in LOGDIR)
 #   all      gpu ops model server soak
@@ -100,11 +104,28 @@ for n, x in (('nh6', c), ('q4', d)):
     python3 tools/ncu_steps.py "$L/ncu_$n.csv" || return 1
   done
 }
+ab() {
+  [ -d .ab/base ] || { echo "no .ab/base (carry .ab)"; return 1; }
+  if [ ! -x /tmp/ab-base/build-base/keel ]; then
+    rm -rf /tmp/ab-base && mkdir -p /tmp/ab-base &&
+      tar --exclude=./build-gpu --exclude=./.deps -cf - . | tar -xf - -C /tmp/ab-base &&
+      cp -r .ab/base/. /tmp/ab-base/ || return 1
+    local flags
+    flags=$(bash scripts/gpu-deps.sh unpack | tail -n 1)
+    # shellcheck disable=SC2086
+    cmake -S /tmp/ab-base -B /tmp/ab-base/build-base -G Ninja -DCMAKE_BUILD_TYPE=Release -DKEEL_BENCH=OFF \
+      -DKEEL_WERROR=OFF -DKEEL_TESTS=OFF $flags >/dev/null && cmake --build /tmp/ab-base/build-base -j "$(nproc)" \
+      --target keel >/dev/null || return 1
+  fi
+  python3 bench/compare.py keel --a "$B/keel" --b /tmp/ab-base/build-base/keel -m bench/nemotron_h_30b_a3b \
+    --random-weights --device cuda --prompt-lengths 1024,16384 --gen 32 --prefill-chunk-size 4096 --runs 3 \
+    --out "$L/ab.json"
+}
 mlxref() {
   python3 tools/make_mlx_reference.py --out tests/fixtures &&
     for f in tests/fixtures/*/mlx_reference.safetensors; do cp "$f" "$L/$(basename "$(dirname "$f")")_mlx_reference.safetensors"; done
 }
-export -f shape_bench shapes full quant profile mlxref
+export -f shape_bench shapes full quant profile ab mlxref
 export L
 export B
 status=0
@@ -122,6 +143,7 @@ for p in "$@"; do
     full) phase full 400 full ;;
     quant) phase quant 400 quant ;;
     profile) phase profile 400 profile ;;
+    ab) phase ab 500 ab ;;
     mlxref) phase mlxref 400 mlxref ;;
     *) echo "unknown phase $p" >&2; exit 2 ;;
   esac

@@ -25,8 +25,10 @@ def read(path):
             continue
         unit = r.get("Metric Unit", "nsecond")
         v = float(r["Metric Value"].replace(",", ""))
-        scale = {"nsecond": 1e-3, "usecond": 1.0, "msecond": 1e3, "second": 1e6}[unit]
-        name = r["Kernel Name"].replace("(anonymous namespace)", "").replace("void ", "")
+        scale = {"nsecond": 1e-3, "ns": 1e-3, "usecond": 1.0, "us": 1.0, "msecond": 1e3, "ms": 1e3,
+                 "second": 1e6, "s": 1e6}[unit]
+        name = r["Kernel Name"].replace("(anonymous namespace)", "").replace("<unnamed>", "")
+        name = name.replace("void ", "").replace("keel::::", "")
         name = re.sub(r"\(.*", "", name).strip()
         rows.append((int(r["ID"]), name, v * scale))
     rows.sort()

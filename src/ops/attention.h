@@ -39,7 +39,7 @@ void attention(Backend& be, const Tensor& q, const Tensor& k_cache, const Tensor
 // items) workers, where hp query heads of a KV group share a work item (all n_q/n_kv of them unless the
 // workers need more items) and work items = (n_q / hp)·⌈T / kAttentionQueryTile⌉: 4·(256 + 32·hp) bytes per
 // worker, at most 4·(256 + 32·n_q/n_kv). CUDA's: steps of at most kAttentionQueryTile rows split the keys
-// into up to 16 runs (backend/cuda/attention.cu), 16·T·n_q·(Dv + 2) floats of partials. Independent of
+// into up to 32 runs (backend/cuda/attention.cu), 32·T·n_q·(Dv + 2) floats of partials. Independent of
 // kv_len.
 int64_t attention_workspace_bytes(const Backend& be, int64_t T, int64_t n_q, int64_t n_kv, int64_t D,
                                   int64_t Dv);

@@ -8,8 +8,9 @@
 //  - tests/fixtures/<family>/mlx_reference.safetensors (tools/make_mlx_reference.py: transformers in
 //    float64 on the dequantized folders): keel's log-probs on the MLX folder (packed kernels) match its rows
 //    (positions 0, 16, 32, … and the last) within 1e-3;
-//  - keel's own dense f32 run on the dequantized folder (the same backend): every log-prob within 1e-3, and
-//    greedy generation gives the same tokens (decode: the packed GEMV path).
+//  - keel's own dense f32 run on the dequantized folder (the same backend): every log-prob within 1e-3 (2e-3
+//    on CUDA, where the two paths round differently), and greedy generation gives the same tokens (decode:
+//    the packed GEMV path).
 #pragma once
 #include <cstdlib>
 #include <fstream>
@@ -70,7 +71,11 @@ inline void check_family(const std::string& family, TestBackend kind = TestBacke
       ASSERT_EQ(got.size(), want.size());
       double worst = 0;
       for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::abs(got[i] - want[i]));
-      EXPECT_LE(worst, kTol) << "max |Δ log-prob| MLX folder vs its dequantized twin";
+      // The twin is keel too: on the CPU both runs are the same f32 products (measured 0); on CUDA the packed
+      // tiles and the dense f32 path round differently, each within kTol of the float64 oracle (checked
+      // below at its positions), so two of them may sit up to 2·kTol apart (1.35e-3 measured, qwen3_5 2-bit).
+      EXPECT_LE(worst, kind == TestBackend::cuda ? 2 * kTol : kTol)
+          << "max |Δ log-prob| MLX folder vs its dequantized twin";
       // Decode (one token a step: the packed GEMV path) as well as prefill.
       const auto [g_mlx, gap_mlx] = greedy(mlx.model(), ids);
       const auto [g_hf, gap_hf] = greedy(hf.model(), ids);

@@ -6,8 +6,10 @@
 // reads KV head h / (n_q / n_kv). Per tile, as the CPU: m' = max(m, tile max), α = e^{m − m'},
 // p_j = e^{s_j − m'}, l ← α·l + Σp, o ← α·o + Σ p_j·v_j; at the end o / l (times 1/l). Nothing of size T ×
 // kv_len exists anywhere.
-// Split keys (flash-decoding) for steps of one query tile (T ≤ kRows: decode) over a long cache: the key
-// tiles are cut into S runs of whole tiles, grid y = S (so ⌈T/kRows⌉·n_q·S blocks fill the device where
+// Split keys (flash-decoding) for steps of one query tile (T ≤ kRows: decode) over a long cache (≥
+// 2·kMinSplitTiles tiles; shorter caches keep one run, whose result is bitwise the one-shot prefill's): where
+// the rows are float4-aligned, decode_kernel below (a warp per 32 keys, one block per row, head and run),
+// else the tile kernel's S runs of whole tiles, grid y = S (so ⌈T/kRows⌉·n_q·S blocks fill the device where
 // n_q alone would leave most SMs idle), each run's block writes its rows' m, l and unnormalized o to the
 // workspace, and combine_kernel merges the runs: M = max m_s, w_s = e^{m_s − M}, o = Σ w_s·o_s / Σ w_s·l_s.
 // S depends on the step's kv length and the device's SM count; a row's sums then run in another order than
@@ -36,7 +38,7 @@ constexpr int kSub = 32;                           // keys per shared-memory sta
 constexpr int kMaxDv = 512;                        // the op's limit on D and Dv
 constexpr int kColsPerThread = kMaxDv / kThreads;  // output columns c = tid + kThreads·k, k < 4
 constexpr float kNegInf = -__builtin_huge_valf();
-constexpr int64_t kMaxSplits = 16;     // key runs of a split step at most
+constexpr int64_t kMaxSplits = 32;     // key runs of a split step at most
 constexpr int64_t kMinSplitTiles = 4;  // key tiles per run at least (256 keys)
 
 // Dynamic shared memory (floats): the tile's scores, then probabilities, transposed [kKeyTile, kRows] (first:
@@ -205,6 +207,126 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// ---- decode: few query rows, a warp per 32 keys ---------------------------------------------------------
+// Steps of T ≤ kRows rows whose q, K and V rows are float4-aligned (D, Dv multiples of 4): one block per
+// (row t, query head h, key run s) of kThreads; warp w takes the run's keys in chunks of 32, chunk c at
+// run start + 32·(w + kWarps·c), lane = key. Per chunk: s_j = scale · q · k_j (the lane reads its key's row
+// as float4s, q from shared memory), the chunk's online-softmax step for the warp (m' = max(m, chunk max),
+// α = e^{m − m'}, p_j = e^{s_j − m'}, l ← α·l + Σp), o ← α·o + Σ_j p_j·v_j with lane holding columns
+// 4·(lane + 32·i) … + 3. The block's four warps merge as the runs do (M = max m_w, weights e^{m_w − M}),
+// then write the run's partial (S > 1) or o / l. The tile kernel above wasted 15 of its 16 query rows and
+// staged every key through shared memory, for ~55 µs per 64-key tile of a lone block: 387 µs per layer at 1K
+// of context on the Nemotron-H shape (ncu, H200). Reference: attention_kernel (the op's tile order; this one
+// sums in chunks of 32 keys per warp, within f32 rounding of it) and ops/reference.
+constexpr int kMaxCols4 = kMaxDv / 4 / kWarp;  // float4 columns per lane
+
+struct DecodeSplit {
+  int64_t runs, span;
+};
+
+__global__ void __launch_bounds__(kThreads)
+    decode_kernel(const AttentionArgs a, const int64_t span, float* part) {
+  __shared__ float4 q4[kMaxDv / 4];
+  __shared__ float wm[kWarps], wl[kWarps];
+  __shared__ float4 wo[kWarps][kMaxDv / 4];
+  const int64_t t = blockIdx.x / a.n_q, h = blockIdx.x % a.n_q, hk = h / (a.n_q / a.n_kv);
+  const int64_t D4 = a.D / 4, Dv4 = a.Dv / 4;
+  const int tid = threadIdx.x, warp = tid / kWarp, lane = tid % kWarp;
+  const float4* qrow = reinterpret_cast<const float4*>(a.q + t * a.q_st + h * a.q_sh);
+  for (int64_t i = tid; i < D4; i += kThreads) q4[i] = qrow[i];
+  __syncthreads();
+  const int64_t keys = a.offset + t + 1;  // row t sees keys [0, offset + t]
+  const int64_t begin = static_cast<int64_t>(blockIdx.y) * span;
+  const int64_t end = begin + span < keys ? begin + span : keys;
+  const float* K = a.k + hk * a.k_sh;
+  const float* V = a.v + hk * a.v_sh;
+  float m = kNegInf, l = 0;
+  float4 o[kMaxCols4];
+#pragma unroll
+  for (int i = 0; i < kMaxCols4; ++i) o[i] = make_float4(0, 0, 0, 0);
+  for (int64_t c0 = begin + kWarp * warp; c0 < end; c0 += kWarp * kWarps) {
+    const int64_t key = c0 + lane;
+    const bool live = key < end;
+    float s = kNegInf;
+    if (live) {
+      const float4* kr = reinterpret_cast<const float4*>(K + key * a.k_st);
+      float dot = 0;
+      for (int64_t d = 0; d < D4; ++d) {
+        const float4 k = kr[d], q = q4[d];
+        dot = fmaf(q.w, k.w, fmaf(q.z, k.z, fmaf(q.y, k.y, fmaf(q.x, k.x, dot))));
+      }
+      s = dot * a.scale;
+    }
+    const float m_new = fmaxf(m, cuda::mixer::warp_max(s));  // finite: key c0 is live
+    const float al = expf(m - m_new);                        // 0 on the first chunk (m = −inf)
+    const float p = live ? expf(s - m_new) : 0.0f;
+    l = l * al + cuda::mixer::warp_sum(p);
+    m = m_new;
+#pragma unroll
+    for (int i = 0; i < kMaxCols4; ++i) o[i].x *= al, o[i].y *= al, o[i].z *= al, o[i].w *= al;
+    const int64_t n = end - c0 < kWarp ? end - c0 : kWarp;
+#pragma unroll 4
+    for (int j = 0; j < n; ++j) {
+      const float pj = __shfl_sync(0xffffffffu, p, j);
+      const float4* vr = reinterpret_cast<const float4*>(V + (c0 + j) * a.v_st);
+#pragma unroll
+      for (int i = 0; i < kMaxCols4; ++i) {
+        const int64_t c = lane + kWarp * i;
+        if (c < Dv4) {
+          const float4 v = vr[c];
+          o[i].x = fmaf(pj, v.x, o[i].x), o[i].y = fmaf(pj, v.y, o[i].y);
+          o[i].z = fmaf(pj, v.z, o[i].z), o[i].w = fmaf(pj, v.w, o[i].w);
+        }
+      }
+    }
+  }
+  if (lane == 0) wm[warp] = m, wl[warp] = l;
+#pragma unroll
+  for (int i = 0; i < kMaxCols4; ++i)
+    if (lane + kWarp * i < Dv4) wo[warp][lane + kWarp * i] = o[i];
+  __syncthreads();
+  float M = kNegInf;
+  for (int w = 0; w < kWarps; ++w) M = fmaxf(M, wm[w]);
+  float L = 0, scale[kWarps];
+  for (int w = 0; w < kWarps; ++w) {
+    scale[w] = wm[w] == kNegInf ? 0.0f : expf(wm[w] - M);  // a warp without keys (or a run without)
+    L += scale[w] * wl[w];
+  }
+  float* dst = part != nullptr
+                   ? part + ((static_cast<int64_t>(blockIdx.y) * a.T + t) * a.n_q + h) * (a.Dv + 2)
+                   : a.out + t * a.o_st + h * a.o_sh;
+  const float inv = part != nullptr ? 1.0f : 1.0f / L;
+  for (int64_t c = tid; c < a.Dv; c += kThreads) {
+    float sum = 0;
+    for (int w = 0; w < kWarps; ++w) sum += scale[w] * reinterpret_cast<const float*>(wo[w])[c];
+    dst[c] = sum * inv;
+  }
+  if (part != nullptr && tid == 0) dst[a.Dv] = M, dst[a.Dv + 1] = L;
+}
+
+// The decode kernel takes the step: T ≤ kRows and every row it reads as float4s 16-byte aligned.
+bool decode_fits(const AttentionArgs& a) {
+  const auto al = [](const float* p, int64_t st, int64_t sh) {
+    return reinterpret_cast<uintptr_t>(p) % 16 == 0 && st % 4 == 0 && sh % 4 == 0;
+  };
+  return a.T <= kRows && a.D % 4 == 0 && a.Dv % 4 == 0 && al(a.q, a.q_st, a.q_sh) &&
+         al(a.k, a.k_st, a.k_sh) && al(a.v, a.v_st, a.v_sh);
+}
+
+// Runs of the decode kernel: enough for eight blocks (32 warps) per SM over the T·n_q (row, head) blocks, at
+// most kMaxSplits, each at least kWarps chunks of 32 keys; span a multiple of 32.
+DecodeSplit decode_split_of(const AttentionArgs& a) {
+  const int64_t keys = a.offset + a.T;
+  int device = 0, sms = 0;
+  cuda::check(cudaGetDevice(&device), "attention");
+  cuda::check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "attention");
+  const int64_t per_block = kWarp * kWarps;
+  int64_t runs = (8 * int64_t{sms} + a.T * a.n_q - 1) / (a.T * a.n_q);
+  runs = std::max<int64_t>(1, std::min({runs, kMaxSplits, (keys + per_block - 1) / per_block}));
+  const int64_t span = ((keys + runs - 1) / runs + kWarp - 1) / kWarp * kWarp;
+  return {(keys + span - 1) / span, span};
+}
+
 // One block per (row t, head h): the S runs' partials merged in run order into out[t, h].
 __global__ void __launch_bounds__(kThreads)
     combine_kernel(const AttentionArgs a, const int64_t S, const float* part) {
@@ -264,13 +386,25 @@ void CudaBackend::attention(const AttentionArgs& a) {
   if (a.D > kMaxDv || a.Dv > kMaxDv)
     throw_error(ErrorCode::unsupported, "attention: head_dim {} / value head_dim {} above {}", a.D, a.Dv,
                 kMaxDv);
-  const int64_t blocks = (a.T + kRows - 1) / kRows * a.n_q, smem = shared_bytes(a);
-  cuda::mixer::allow_shared(attention_kernel, smem, "attention shared memory");
-  const Split sp = split_of(a);
   // Taken whenever the step may split (T ≤ kRows), whatever the cache length: the plan is flat in kv_len.
   Tensor part;
   if (a.T <= kRows)
     part = Tensor::empty(pool(), DType::u8, {attention_workspace(a)}, "attention key-run partials");
+  const Split sp = split_of(a);
+  if (sp.runs > 1 && decode_fits(a)) {
+    const DecodeSplit ds = decode_split_of(a);
+    float* runs_out = ds.runs > 1 ? static_cast<float*>(part.data()) : nullptr;
+    decode_kernel<<<dim3(static_cast<unsigned>(a.T * a.n_q), static_cast<unsigned>(ds.runs)), kThreads, 0,
+                    stream()>>>(a, ds.span, runs_out);
+    cuda::check(cudaGetLastError(), "attention (decode) launch");
+    if (ds.runs > 1) {
+      combine_kernel<<<static_cast<unsigned>(a.T * a.n_q), kThreads, 0, stream()>>>(a, ds.runs, runs_out);
+      cuda::check(cudaGetLastError(), "attention combine launch");
+    }
+    return;
+  }
+  const int64_t blocks = (a.T + kRows - 1) / kRows * a.n_q, smem = shared_bytes(a);
+  cuda::mixer::allow_shared(attention_kernel, smem, "attention shared memory");
   const dim3 grid(cuda::mixer::grid_blocks(blocks, "attention"), static_cast<unsigned>(sp.runs));
   attention_kernel<<<grid, kThreads, static_cast<size_t>(smem), stream()>>>(
       a, stage_ld(a), sp.span, sp.runs > 1 ? static_cast<float*>(part.data()) : nullptr);

@@ -59,7 +59,8 @@ __device__ __forceinline__ const float* x_row(const MatmulArgs& a, const int32_t
 }
 
 // One warp per output row o over y rows [t0, t0 + n), n ≤ kGemvRows: lane l takes k = l, l + 32, …; the n
-// sums are reduced across the warp by shuffles.
+// sums are reduced across the warp by shuffles. The fallback of the vector GEMV below (rows or x not 16-byte
+// aligned, `in` not a multiple of the chunk).
 __device__ __forceinline__ void gemv_rows(const MatmulArgs& a, const int32_t* x_rows, int64_t o, int64_t t0,
                                           int64_t n) {
   const int lane = threadIdx.x % 32;
@@ -78,10 +79,175 @@ __device__ __forceinline__ void gemv_rows(const MatmulArgs& a, const int32_t* x_
   }
 }
 
+// ---- the vector GEMV (T ≤ kGemvRows): 16-byte loads ------------------------------------------------------
+// One warp per output row o; lane l takes chunks l, l + 32, … of the row, kGemvUnroll chunks' loads in flight
+// before their products, so a warp keeps 32·16·kGemvUnroll bytes of W in flight (the scalar GEMV above kept
+// 64: bound by latency at ~5 % of the H200's bandwidth). A chunk is 16 bytes of dense W (8 bf16/f16, 4 f32)
+// or 32 packed values (`bits` words: one group's, G being a multiple of 32), each widened exactly as
+// weight_at widens it (packed: __fadd_rn(__fmul_rn(s, q), b)) and dotted with the x rows (float4 loads,
+// fmaf in k order within the chunk). Kinds: kGemvBf16, kGemvF16, kGemvF32, or the packed bit width.
+constexpr int kGemvBf16 = -1, kGemvF16 = -2, kGemvF32 = -3, kGemvUnroll = 4;
+
+template <int kKind>
+__host__ __device__ constexpr int gemv_chunk_values() {
+  return kKind == kGemvF32 ? 4 : kKind < 0 ? 8 : 32;
+}
+template <int kKind>
+__host__ __device__ constexpr int gemv_chunk_words() {  // 32-bit words of W per chunk
+  return kKind < 0 ? 4 : kKind;
+}
+
+// The chunk's words: 16-byte loads where they are whole (dense, 4 and 8 bits), 8-byte (2 bits), else 4-byte.
+template <int kKind>
+__device__ __forceinline__ void load_chunk(const uint32_t* row, int64_t c,
+                                           uint32_t (&w)[gemv_chunk_words<kKind>()]) {
+  constexpr int kW = gemv_chunk_words<kKind>();
+  const uint32_t* p = row + c * kW;
+  if constexpr (kW % 4 == 0) {
+    for (int j = 0; j < kW; j += 4) {
+      const uint4 v = __ldg(reinterpret_cast<const uint4*>(p + j));
+      w[j] = v.x, w[j + 1] = v.y, w[j + 2] = v.z, w[j + 3] = v.w;
+    }
+  } else if constexpr (kW == 2) {
+    const uint2 v = __ldg(reinterpret_cast<const uint2*>(p));
+    w[0] = v.x, w[1] = v.y;
+  } else {
+    for (int j = 0; j < kW; ++j) w[j] = __ldg(p + j);
+  }
+}
+
+// Value j of a chunk, widened (s, b: the chunk's group scale and bias, packed only).
+template <int kKind>
+__device__ __forceinline__ float chunk_value(const uint32_t (&w)[gemv_chunk_words<kKind>()], int j, float s,
+                                             float b) {
+  if constexpr (kKind == kGemvF32) {
+    return __uint_as_float(w[j]);
+  } else if constexpr (kKind < 0) {
+    const uint16_t h = static_cast<uint16_t>(w[j / 2] >> (16 * (j % 2)));
+    return kKind == kGemvBf16 ? cuda::bf16_bits_to_f32(h) : cuda::f16_bits_to_f32(h);
+  } else {
+    const int bit = j * kKind, word = bit / 32, shift = bit % 32;
+    uint32_t v = w[word] >> shift;
+    if (shift + kKind > 32) v |= w[word + 1] << (32 - shift);
+    const float q = static_cast<float>(v & ((1u << kKind) - 1u));
+    return __fadd_rn(__fmul_rn(s, q), b);
+  }
+}
+
+template <int kKind>
+__device__ __forceinline__ void gemv_vec_rows(const MatmulArgs& a, const int32_t* x_rows, int64_t o,
+                                              int64_t t0, int64_t n) {
+  constexpr int kV = gemv_chunk_values<kKind>(), kW = gemv_chunk_words<kKind>();
+  const int lane = threadIdx.x % 32;
+  const auto* row = reinterpret_cast<const uint32_t*>(a.w + o * a.w_row_bytes);
+  const int64_t chunks = a.in / kV;
+  const float4* xr[kGemvRows];
+  for (int t = 0; t < kGemvRows; ++t)
+    xr[t] = reinterpret_cast<const float4*>(x_row(a, x_rows, t0 + (t < n ? t : 0)));
+  float acc[kGemvRows];
+  for (int t = 0; t < kGemvRows; ++t) acc[t] = 0.0f;
+  for (int64_t c0 = lane; c0 < chunks; c0 += 32 * kGemvUnroll) {
+    uint32_t w[kGemvUnroll][kW];
+#pragma unroll
+    for (int u = 0; u < kGemvUnroll; ++u)
+      if (c0 + 32 * u < chunks) load_chunk<kKind>(row, c0 + 32 * u, w[u]);
+#pragma unroll
+    for (int u = 0; u < kGemvUnroll; ++u) {
+      const int64_t c = c0 + 32 * u;
+      if (c >= chunks) break;
+      float s = 0.0f, b = 0.0f;
+      if constexpr (kKind > 0) {
+        const int64_t grp = c * kV / a.w_group_size;
+        s = cuda::load_widened(a.w_scales + o * a.w_scale_row_bytes, a.w_scale_dtype, grp);
+        b = cuda::load_widened(a.w_biases + o * a.w_scale_row_bytes, a.w_scale_dtype, grp);
+      }
+#pragma unroll
+      for (int j4 = 0; j4 < kV; j4 += 4) {
+        const float w0 = chunk_value<kKind>(w[u], j4, s, b), w1 = chunk_value<kKind>(w[u], j4 + 1, s, b),
+                    w2 = chunk_value<kKind>(w[u], j4 + 2, s, b), w3 = chunk_value<kKind>(w[u], j4 + 3, s, b);
+#pragma unroll
+        for (int t = 0; t < kGemvRows; ++t) {
+          if (t >= n) break;
+          const float4 x = xr[t][(c * kV + j4) / 4];
+          acc[t] = fmaf(w3, x.w, fmaf(w2, x.z, fmaf(w1, x.y, fmaf(w0, x.x, acc[t]))));
+        }
+      }
+    }
+  }
+  for (int t = 0; t < kGemvRows; ++t) {
+    if (t >= n) break;
+    float s = acc[t];
+    for (int off = 16; off > 0; off /= 2) s += __shfl_down_sync(0xffffffffu, s, off);
+    if (lane == 0) y_row(a, t0 + t)[o] = (a.bias ? a.bias[o] : 0.0f) + s;
+  }
+}
+
+// The GEMV kind of a call: the vector kind when W's rows, x's rows and `in` allow 16-byte chunks, else 0 (the
+// scalar gemv_rows). Packed rows need only 4-byte alignment where a chunk's words are loaded one by one.
+int gemv_kind(const MatmulArgs& a) {
+  const auto aligned = [](const void* p, int64_t stride, int64_t to) {
+    return (reinterpret_cast<uintptr_t>(p) % to == 0) && stride % to == 0;
+  };
+  if (!aligned(a.x, a.x_row_bytes, 16)) return 0;
+  if (a.w_bits > 0) {
+    const int64_t words = a.w_bits % 4 == 0 ? 16 : a.w_bits == 2 ? 8 : 4;
+    return a.in % 32 == 0 && a.w_group_size % 32 == 0 && aligned(a.w, a.w_row_bytes, words) ? a.w_bits : 0;
+  }
+  if (!aligned(a.w, a.w_row_bytes, 16)) return 0;
+  switch (a.w_dtype) {
+    case DType::bf16:
+      return a.in % 8 == 0 ? kGemvBf16 : 0;
+    case DType::f16:
+      return a.in % 8 == 0 ? kGemvF16 : 0;
+    case DType::f32:
+      return a.in % 4 == 0 ? kGemvF32 : 0;
+    default:
+      return 0;
+  }
+}
+
+template <int kKind>
+__device__ __forceinline__ void gemv_any(const MatmulArgs& a, const int32_t* x_rows, int64_t o, int64_t t0,
+                                         int64_t n) {
+  if constexpr (kKind == 0)
+    gemv_rows(a, x_rows, o, t0, n);
+  else
+    gemv_vec_rows<kKind>(a, x_rows, o, t0, n);
+}
+
 // Block: 8 warps (8 output rows), all T ≤ kGemvRows rows.
+template <int kKind>
 __global__ void gemv_kernel(const MatmulArgs a) {
   const int64_t o = static_cast<int64_t>(blockIdx.x) * 8 + threadIdx.x / 32;
-  if (o < a.out) gemv_rows(a, nullptr, o, 0, a.T);
+  if (o < a.out) gemv_any<kKind>(a, nullptr, o, 0, a.T);
+}
+
+// Calls launch.template operator()<kKind>() for the call's GEMV kind (launch: a struct with a member
+// template, the kernels' launches below; nvcc here is C++17, no template lambdas).
+template <class Launch>
+void with_gemv_kind(int kind, const Launch& launch) {
+  switch (kind) {
+    case kGemvBf16:
+      return launch.template operator()<kGemvBf16>();
+    case kGemvF16:
+      return launch.template operator()<kGemvF16>();
+    case kGemvF32:
+      return launch.template operator()<kGemvF32>();
+    case 2:
+      return launch.template operator()<2>();
+    case 3:
+      return launch.template operator()<3>();
+    case 4:
+      return launch.template operator()<4>();
+    case 5:
+      return launch.template operator()<5>();
+    case 6:
+      return launch.template operator()<6>();
+    case 8:
+      return launch.template operator()<8>();
+    default:
+      return launch.template operator()<0>();
+  }
 }
 
 // Tiles of 64 rows of x × 64 rows of W over k in steps of 16, 256 threads, each 4 × 4 outputs; W's tile is
@@ -323,6 +489,7 @@ __device__ __forceinline__ MatmulArgs expert_args(const MatmulArgs& m, const Exp
 }
 
 // Decode (≤ kGemvRows tokens): tiles of ≤ kGemvRows rows, 8 warps per block (8 output rows).
+template <int kKind>
 __global__ void grouped_gemv_kernel(const MatmulArgs m, const ExpertPointers p, const int32_t* offsets,
                                     const int32_t* x_rows, int E, int64_t max_tiles) {
   for (int64_t tile = blockIdx.y; tile < max_tiles; tile += gridDim.y) {
@@ -330,8 +497,42 @@ __global__ void grouped_gemv_kernel(const MatmulArgs m, const ExpertPointers p, 
     if (t.rows == 0) return;
     const MatmulArgs a = expert_args(m, p, t.expert);
     const int64_t o = static_cast<int64_t>(blockIdx.x) * 8 + threadIdx.x / 32;
-    if (o < a.out) gemv_rows(a, x_rows, o, t.row0, t.rows);
+    if (o < a.out) gemv_any<kKind>(a, x_rows, o, t.row0, t.rows);
   }
+}
+
+struct GemvLaunch {
+  const MatmulArgs& a;
+  cudaStream_t s;
+  template <int kKind>
+  void operator()() const {
+    gemv_kernel<kKind><<<static_cast<unsigned>((a.out + 7) / 8), 256, 0, s>>>(a);
+  }
+};
+struct GroupedGemvLaunch {
+  dim3 grid;
+  cudaStream_t s;
+  const MatmulArgs& a;
+  const ExpertPointers& p;
+  const int32_t *offsets, *x_rows;
+  int E;
+  int64_t max_tiles;
+  template <int kKind>
+  void operator()() const {
+    grouped_gemv_kernel<kKind><<<grid, 256, 0, s>>>(a, p, offsets, x_rows, E, max_tiles);
+  }
+};
+
+// The vector kind when it holds for every expert's rows, else 0.
+int grouped_gemv_kind(const GroupedMatmulArgs& g) {
+  MatmulArgs a = g.m;
+  a.w = g.w[0];
+  const int kind = gemv_kind(a);
+  for (int64_t e = 1; e < g.E && kind != 0; ++e) {
+    a.w = g.w[e];
+    if (gemv_kind(a) != kind) return 0;
+  }
+  return kind;
 }
 
 // Prefill: tiles of 64 rows × 64 outputs, the dense tiled kernel's tile.
@@ -424,7 +625,7 @@ void CudaBackend::matmul(const MatmulArgs& a) {
   enter();
   cudaStream_t s = stream();
   if (a.T <= kGemvRows) {
-    gemv_kernel<<<static_cast<unsigned>((a.out + 7) / 8), 256, 0, s>>>(a);
+    with_gemv_kind(gemv_kind(a), GemvLaunch{a, s});
     cuda::check(cudaGetLastError(), "matmul (gemv) launch");
     return;
   }
@@ -512,7 +713,8 @@ void CudaBackend::grouped_matmul(const GroupedMatmulArgs& g) {
   const dim3 grid(static_cast<unsigned>((m.out + bn - 1) / bn), cuda::grid_blocks(max_tiles));
   const int E = static_cast<int>(g.E);
   if (gemv)
-    grouped_gemv_kernel<<<grid, 256, 0, stream()>>>(a, p, g.offsets, g.x_rows, E, max_tiles);
+    with_gemv_kind(grouped_gemv_kind(g),
+                   GroupedGemvLaunch{grid, stream(), a, p, g.offsets, g.x_rows, E, max_tiles});
   else if (mma && m.w_bits > 0)
     grouped_mma_kernel<true><<<grid, 256, 0, stream()>>>(a, p, g.offsets, g.x_rows, E, max_tiles);
   else if (mma)
