@@ -15,7 +15,11 @@ Weight Weight::packed(Tensor words, Tensor scales, Tensor biases, int32_t bits, 
     throw_error(ErrorCode::invalid_argument, "{}: packed words must be u32 [.., rows, words], got {} {}",
                 what, dtype_name(words.dtype()), words.shape_string());
   const int64_t cols = words.dim(-1) * 32 / bits;
-  if (group_size < 1 || (words.dim(-1) * 32) % bits != 0 || cols % group_size != 0)
+  // MLX's group sizes, which every kernel assumes (the CPU's lanes and the CUDA tiles' 32-value stages).
+  if (group_size != 32 && group_size != 64 && group_size != 128)
+    throw_error(ErrorCode::invalid_argument, "{}: groups of {} values (MLX affine: 32, 64 or 128)", what,
+                group_size);
+  if ((words.dim(-1) * 32) % bits != 0 || cols % group_size != 0)
     throw_error(ErrorCode::invalid_argument, "{}: {} words of {} bits do not split into groups of {}", what,
                 words.dim(-1), bits, group_size);
   for (const Tensor* t : {&scales, &biases}) {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/quant.h"
 #include "ops/matmul.h"
 
 namespace keel::models {
@@ -78,6 +79,11 @@ Weight WeightBinder::bind(std::string_view name, const std::vector<int64_t>& sha
     p.bits = static_cast<int32_t>(words.dim(-1) * 32 / in);
     p.group_size = static_cast<int32_t>(in / scales.dim(-1));
     from = "the shapes";
+    if (!quant::valid_bits(p.bits) || !quant::valid_group_size(p.group_size))
+      throw_error(ErrorCode::invalid_file,
+                  "{}: packed weight {} and scales {} give {}-bit values in groups of {} (MLX affine: 2, 3, "
+                  "4, 5, 6 or 8 bits, groups of 32, 64 or 128)",
+                  path + ".weight", words.shape_string(), scales.shape_string(), p.bits, p.group_size);
   }
   if ((in * p.bits) % 32 != 0 || in % p.group_size != 0)
     throw_error(ErrorCode::invalid_file,

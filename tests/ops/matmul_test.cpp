@@ -206,6 +206,13 @@ TEST(Matmul, PackedShapeErrorsNameTheTensor) {
   EXPECT_THROW(Weight::packed(words, scales, scales, 7, 64, "w"), Error);   // 7 bits
   EXPECT_THROW(Weight::packed(words, scales, scales, 4, 100, "w"), Error);  // groups do not divide
   EXPECT_THROW(Weight::packed(words, scales, scales, 4, 32, "w"), Error);   // 6 groups expected
+  Tensor scales12 = random_tensor(ob, rng, DType::bf16, {4, 12});
+  try {  // 12 groups of 16 fit the shapes, but 16 is not a group size MLX (or any kernel here) has
+    (void)Weight::packed(words, scales12, scales12, 4, 16, "w");
+    ADD_FAILURE() << "group size 16 accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("32, 64 or 128"), std::string::npos) << e.what();
+  }
   Weight w = Weight::packed(words, scales, scales, 4, 64, "w");
   Tensor x = random_tensor(ob, rng, DType::f32, {2, 100}), y = nan_tensor(ob, {2, 4});
   try {

@@ -12,9 +12,9 @@
 // else the tile kernel's S runs of whole tiles, grid y = S (so ⌈T/kRows⌉·n_q·S blocks fill the device where
 // n_q alone would leave most SMs idle), each run's block writes its rows' m, l and unnormalized o to the
 // workspace, and combine_kernel merges the runs: M = max m_s, w_s = e^{m_s − M}, o = Σ w_s·o_s / Σ w_s·l_s.
-// S depends on the step's kv length and the device's SM count; a row's sums then run in another order than
-// one block's (within f32 rounding: the GPU's batch-invariance bar). Workspace: kMaxSplits runs of
-// [T, n_q, Dv + 2] f32 when T ≤ kRows, else none.
+// S depends on the step's kv length, T·n_q and the device's SM count; a row's sums then run in another order
+// than one block's (within f32 rounding: the GPU's batch-invariance bar). Workspace: kMaxSplits runs of [T,
+// n_q, Dv + 2] f32 when T ≤ kRows, else none.
 #include <cuda_runtime.h>
 
 #include <algorithm>
