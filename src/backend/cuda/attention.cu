@@ -220,9 +220,18 @@ __global__ void __launch_bounds__(kThreads)
 // sums in chunks of 32 keys per warp, within f32 rounding of it) and ops/reference.
 constexpr int kMaxCols4 = kMaxDv / 4 / kWarp;  // float4 columns per lane
 
-struct DecodeSplit {
+// A step's key runs: `runs` blocks along grid y, each `span` keys (the last may hold fewer).
+struct Split {
   int64_t runs, span;
 };
+
+// The device's SM count, asked once per attention call that may split.
+int sm_count() {
+  int device = 0, sms = 0;
+  cuda::check(cudaGetDevice(&device), "attention");
+  cuda::check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "attention");
+  return sms;
+}
 
 __global__ void __launch_bounds__(kThreads)
     decode_kernel(const AttentionArgs a, const int64_t span, float* part) {
@@ -315,11 +324,8 @@ bool decode_fits(const AttentionArgs& a) {
 
 // Runs of the decode kernel: enough for eight blocks (32 warps) per SM over the T·n_q (row, head) blocks, at
 // most kMaxSplits, each at least kWarps chunks of 32 keys; span a multiple of 32.
-DecodeSplit decode_split_of(const AttentionArgs& a) {
+Split decode_split_of(const AttentionArgs& a, int sms) {
   const int64_t keys = a.offset + a.T;
-  int device = 0, sms = 0;
-  cuda::check(cudaGetDevice(&device), "attention");
-  cuda::check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "attention");
   const int64_t per_block = kWarp * kWarps;
   int64_t runs = (8 * int64_t{sms} + a.T * a.n_q - 1) / (a.T * a.n_q);
   runs = std::max<int64_t>(1, std::min({runs, kMaxSplits, (keys + per_block - 1) / per_block}));
@@ -353,15 +359,9 @@ __global__ void __launch_bounds__(kThreads)
 
 // Key runs of this step: 1 (one block per query tile and head) unless T ≤ kRows and the n_q blocks would
 // leave the device's SMs idle; then enough runs for two blocks per SM, each at least kMinSplitTiles tiles.
-struct Split {
-  int64_t runs, span;
-};
-Split split_of(const AttentionArgs& a) {
+Split split_of(const AttentionArgs& a, int sms) {
   const int64_t keys = a.offset + a.T, tiles = (keys + kKeyTile - 1) / kKeyTile;
   if (a.T > kRows || tiles < 2 * kMinSplitTiles) return {1, tiles * kKeyTile};
-  int device = 0, sms = 0;
-  cuda::check(cudaGetDevice(&device), "attention");
-  cuda::check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "attention");
   int64_t runs = (2 * int64_t{sms} + a.n_q - 1) / a.n_q;
   runs = std::min({runs, kMaxSplits, tiles / kMinSplitTiles});
   if (runs <= 1) return {1, tiles * kKeyTile};
@@ -390,9 +390,10 @@ void CudaBackend::attention(const AttentionArgs& a) {
   Tensor part;
   if (a.T <= kRows)
     part = Tensor::empty(pool(), DType::u8, {attention_workspace(a)}, "attention key-run partials");
-  const Split sp = split_of(a);
+  const int sms = a.T <= kRows ? sm_count() : 0;
+  const Split sp = split_of(a, sms);
   if (sp.runs > 1 && decode_fits(a)) {
-    const DecodeSplit ds = decode_split_of(a);
+    const Split ds = decode_split_of(a, sms);
     float* runs_out = ds.runs > 1 ? static_cast<float*>(part.data()) : nullptr;
     decode_kernel<<<dim3(static_cast<unsigned>(a.T * a.n_q), static_cast<unsigned>(ds.runs)), kThreads, 0,
                     stream()>>>(a, ds.span, runs_out);

@@ -310,6 +310,15 @@ __global__ void tiled_kernel(const MatmulArgs a) {
 // the f32 sums' own error (the op harness's bars); as for cuBLAS, a row's bits may depend on the rows beside
 // it (docs/CUDA.md).
 constexpr int kMmaM = 64, kMmaN = 128, kMmaK = 32;
+constexpr int kSplitParts = 3;  // bf16 parts of x (the tiles here and the cuBLAS path below)
+
+// The next bf16 part of x: the rounding of what the earlier parts leave in `rest`, which keeps the remainder
+// (exact in f32).
+__device__ __forceinline__ __nv_bfloat16 next_bf16_part(float& rest) {
+  const __nv_bfloat16 h = __float2bfloat16_rn(rest);
+  rest -= __bfloat162float(h);
+  return h;
+}
 constexpr int kMmaRow = kMmaK + 8;  // bf16 per shared row: 20 words, so a fragment's 32 loads hit 32 banks
 
 __device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
@@ -332,8 +341,8 @@ __device__ __forceinline__ uint32_t pair_at(const __nv_bfloat16 (*rows)[kMmaRow]
 template <bool kPacked>
 __device__ __forceinline__ void mma_tile(const MatmulArgs& a, const int32_t* x_rows, int64_t t0,
                                          int64_t t_end, int64_t o0) {
-  __shared__ __align__(16) __nv_bfloat16 xs[3][kMmaM][kMmaRow];  // x parts [part][t][k]
-  __shared__ __align__(16) __nv_bfloat16 ws[kMmaN][kMmaRow];     // W (or q) [o][k]
+  __shared__ __align__(16) __nv_bfloat16 xs[kSplitParts][kMmaM][kMmaRow];  // x parts [part][t][k]
+  __shared__ __align__(16) __nv_bfloat16 ws[kMmaN][kMmaRow];               // W (or q) [o][k]
   __shared__ float xsum[kMmaM];           // packed: Σ x over the group so far, per row
   __shared__ float gs[kMmaN], gb[kMmaN];  // packed: the group's scales and biases
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, i = lane % 4;
@@ -351,11 +360,7 @@ __device__ __forceinline__ void mma_tile(const MatmulArgs& a, const int32_t* x_r
         const float sum = cuda::warp_sum(v);
         if (lane == 0) xsum[r] = group_start ? sum : xsum[r] + sum;
       }
-      for (int p = 0; p < 3; ++p) {
-        const __nv_bfloat16 h = __float2bfloat16_rn(v);
-        xs[p][r][lane] = h;
-        v -= __bfloat162float(h);
-      }
+      for (int p = 0; p < kSplitParts; ++p) xs[p][r][lane] = next_bf16_part(v);
     }
     // W: warp w loads rows w, w + 8, …; lane l element k0 + l.
     for (int r = warp; r < kMmaN; r += 8) {
@@ -388,7 +393,7 @@ __device__ __forceinline__ void mma_tile(const MatmulArgs& a, const int32_t* x_r
         b[n][0] = pair_at(ws, wn + 8 * n + g, kk + 2 * i);
         b[n][1] = pair_at(ws, wn + 8 * n + g, kk + 2 * i + 8);
       }
-      for (int p = 0; p < 3; ++p)
+      for (int p = 0; p < kSplitParts; ++p)
         for (int m = 0; m < 2; ++m) {
           const int r = wm + 16 * m + g;
           const uint32_t af[4] = {pair_at(xs[p], r, kk + 2 * i), pair_at(xs[p], r + 8, kk + 2 * i),
@@ -567,8 +572,6 @@ __global__ void init_rows_kernel(const MatmulArgs a) {
     y_row(a, t)[o] = a.bias ? a.bias[o] : 0.0f;
 }
 
-constexpr int kSplitParts = 3;
-
 // part p [t, k] = bf16(x[t, k] − Σ_{q<p} part q [t, k]) (each difference exact in f32); parts [T, in]
 // contiguous, `part_stride` elements apart.
 __global__ void split_bf16_kernel(const MatmulArgs a, __nv_bfloat16* parts, int64_t part_stride) {
@@ -576,11 +579,7 @@ __global__ void split_bf16_kernel(const MatmulArgs a, __nv_bfloat16* parts, int6
   for (int64_t k = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; k < a.in;
        k += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     float rest = x_row(a, t)[k];
-    for (int p = 0; p < kSplitParts; ++p) {
-      const __nv_bfloat16 h = __float2bfloat16_rn(rest);
-      parts[p * part_stride + t * a.in + k] = h;
-      rest -= __bfloat162float(h);
-    }
+    for (int p = 0; p < kSplitParts; ++p) parts[p * part_stride + t * a.in + k] = next_bf16_part(rest);
   }
 }
 
