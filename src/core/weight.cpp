@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/quant.h"
 
 namespace keel {
 
@@ -16,7 +17,7 @@ Weight Weight::packed(Tensor words, Tensor scales, Tensor biases, int32_t bits, 
                 what, dtype_name(words.dtype()), words.shape_string());
   const int64_t cols = words.dim(-1) * 32 / bits;
   // MLX's group sizes, which every kernel assumes (the CPU's lanes and the CUDA tiles' 32-value stages).
-  if (group_size != 32 && group_size != 64 && group_size != 128)
+  if (!quant::valid_group_size(group_size))
     throw_error(ErrorCode::invalid_argument, "{}: groups of {} values (MLX affine: 32, 64 or 128)", what,
                 group_size);
   if ((words.dim(-1) * 32) % bits != 0 || cols % group_size != 0)
