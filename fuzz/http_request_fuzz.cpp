@@ -9,6 +9,7 @@
 // never crash, leak, hang past its deadlines or hand the handler a request whose body disagrees with its
 // framing.
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -83,7 +84,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   a.sin_family = AF_INET;
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   a.sin_port = htons(static_cast<uint16_t>(t.port()));
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) fail(std::strerror(errno));
+  // A signal (libFuzzer's timers) may interrupt any call below: EINTR is retried, never taken for an answer.
+  // An interrupted connect goes on in the background: wait for it and read its outcome.
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
+    if (errno != EINTR) fail(std::strerror(errno));
+    pollfd p{fd, POLLOUT, 0};
+    while (::poll(&p, 1, 10000) < 0 && errno == EINTR) {
+    }
+    int err = 0;
+    socklen_t len = sizeof(err);
+    ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+    if (err != 0) fail(std::strerror(err));
+  }
   // The transport's deadlines are 200 ms: no answer and no close within 10 s is a hang (the margin is for a
   // loaded machine running sanitizers).
   timeval tv{10, 0};
@@ -91,6 +103,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   size_t sent = 0;
   while (sent < size) {
     ssize_t n = ::send(fd, data + sent, size - sent, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;  // the transport refused early and closed: its answer is still readable
     sent += static_cast<size_t>(n);
   }
@@ -99,6 +112,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   char buf[4096];
   for (;;) {
     ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
+    if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) fail("no answer and no close within 10 s");
     if (n <= 0) break;
     got.append(buf, static_cast<size_t>(n));
