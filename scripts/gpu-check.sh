@@ -15,7 +15,8 @@
 #            Qwen3.5-35B-A3B; planned against measured transient
 #   full     keel bench on the whole Nemotron-H 30B-A3B and Qwen3.5-35B-A3B shapes (random weights)
 #   quant    keel bench on the whole Nemotron-H 30B-A3B shape, random weights MLX-packed at 4 and 2 bits
-#   profile  Nsight Compute's time of every kernel (tools/ncu_steps.py: per step, by kernel) of keel bench on
+#   profile  Nsight Compute's time and DRAM bytes of every kernel (tools/ncu_steps.py: per step, by kernel, and
+#            the median decode step launch by launch) of keel bench on
 #            the two seed shapes cut to one period of their layer pattern (MEMEM* and three DeltaNet + one
 #            attention; 1024-token prompt, 8 decode steps), beside the same bench's wall time without ncu
 #   ab       the change under test against its base on the whole Nemotron-H 30B-A3B shape, interleaved
@@ -99,9 +100,10 @@ for n, x in (('nh6', c), ('q4', d)):
     import os; os.makedirs('/tmp/prof_' + n, exist_ok=True); json.dump(x, open('/tmp/prof_' + n + '/config.json', 'w'))"
   for n in nh6 q4; do
     "$B/keel" bench --device cuda --random-weights -m "/tmp/prof_$n" --prompt-lengths 1024 --gen 8 || return 1
-    "$ncu" --clock-control none --metrics gpu__time_duration.sum --csv "$B/keel" bench --device cuda \
-      --random-weights -m "/tmp/prof_$n" --prompt-lengths 1024 --gen 8 >"$L/ncu_$n.csv" || return 1
-    python3 tools/ncu_steps.py "$L/ncu_$n.csv" || return 1
+    "$ncu" --clock-control none --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum \
+      --csv "$B/keel" bench --device cuda --random-weights -m "/tmp/prof_$n" --prompt-lengths 1024 --gen 8 \
+      >"$L/ncu_$n.csv" || return 1
+    python3 tools/ncu_steps.py --launches "$L/ncu_$n.csv" || return 1
   done
 }
 ab() {

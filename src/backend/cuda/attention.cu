@@ -260,7 +260,8 @@ __global__ void __launch_bounds__(kThreads)
     if (live) {
       const float4* kr = reinterpret_cast<const float4*>(K + key * a.k_st);
       float dot = 0;
-      for (int64_t d = 0; d < D4; ++d) {
+#pragma unroll 8
+      for (int64_t d = 0; d < D4; ++d) {  // unrolled: the lane's loads of its key row in flight together
         const float4 k = kr[d], q = q4[d];
         dot = fmaf(q.w, k.w, fmaf(q.z, k.z, fmaf(q.y, k.y, fmaf(q.x, k.x, dot))));
       }

@@ -10,6 +10,7 @@
 #include <cuda_runtime.h>
 
 #include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/device_util.cuh"
 #include "backend/cuda/mixer_util.cuh"
 
 namespace keel {
@@ -49,7 +50,9 @@ __global__ void __launch_bounds__(kThreads) gated_deltanet_kernel(const GatedDel
   float* beta = decay + kStage;  // [kStage] β
   // Column j0 + c of S[h] in state [Hv, Dk, Dv]: rows Dv floats apart.
   float* Sg = a.state + h * Dk * Dv + j0 + c;
-  for (int64_t d = s; d < Dk; d += kSlices) S[d * kSLd + c] = col ? Sg[d * Dv] : 0.0f;
+  cuda::strided(
+      s, Dk, kSlices, [&](int64_t d) { return col ? Sg[d * Dv] : 0.0f; },
+      [&](int64_t d, float v) { S[d * kSLd + c] = v; });
   const float neg_A = -expf(cuda::mixer::param(a.A_log, h)), bias = cuda::mixer::param(a.dt_bias, h);
   const float q_scale = 1.0f / sqrtf(static_cast<float>(Dk));
   for (int64_t t0 = 0; t0 < a.T; t0 += kStage) {

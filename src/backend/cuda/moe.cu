@@ -1,8 +1,8 @@
 // CUDA MoE routing, grouping, combine and the shared expert's gate (ops/moe.h states the math; the grouped
-// expert matmul is matmul.cu's). Routing is a warp per token, its lane 0 running the CPU's algorithm
-// (backend/cpu/moe.cpp) step for step on the row in shared memory: the same insertion top-k (descending
-// score, the lower index first on equal scores, NaN never ranked above anything), the same f32 sums in the
-// same order. The router bias is read in its stored dtype, so routing takes no workspace.
+// expert matmul is matmul.cu's). Routing is a warp per token and gives the CPU's picks (backend/cpu/moe.cpp:
+// the insertion top-k of backend/topk.h, descending score, the lower index first on equal scores, NaN never
+// ranked above anything), the same f32 sums in the same order. The router bias is read in its stored dtype,
+// so routing takes no workspace.
 #include <cuda_runtime.h>
 
 #include "backend/cuda/cuda_backend.h"
@@ -17,46 +17,75 @@ namespace {
 using topk::offer;
 using topk::Pick;
 
-// softmax_topk: rank by logit (softmax is monotonic), weights exp(l − max) / Σ over the picks. l: the
-// token's logits [E] in shared memory.
-__device__ void route_softmax(const MoeRouteArgs& a, const float* l, int32_t* idx, float* w) {
-  Pick top[kMoeMaxTopK];
+// The routers' picks, best first, into top[0, n) (n returned), by the CPU's insertion top-k over ascending
+// experts; lane 0 of the warp runs them. score: the token's ranking scores [E] in shared memory (logits for
+// softmax_topk, choices for sigmoid_grouped).
+__device__ int64_t sequential_picks(const MoeRouteArgs& a, const float* score, Pick* top) {
   int64_t n = 0;
-  float lmax = l[0];
-  for (int64_t e = 0; e < a.E; ++e) {
-    lmax = l[e] > lmax ? l[e] : lmax;
-    offer(top, n, a.top_k, l[e], static_cast<int32_t>(e));
+  if (!a.sigmoid_grouped || a.n_group <= 1) {
+    for (int64_t e = 0; e < a.E; ++e) offer(top, n, a.top_k, score[e], static_cast<int32_t>(e));
+    return n;
   }
-  float sum = 0;
-  for (int64_t j = 0; j < n; ++j) sum += (w[j] = expf(top[j].score - lmax));
-  for (int64_t j = 0; j < n; ++j) w[j] /= sum, idx[j] = top[j].index;
-}
-
-// sigmoid_grouped: choice = sigmoid(l) + bias; groups scored by their two best choices, the topk_group best
-// kept; top_k by choice among them; weights the unbiased sigmoids, / (Σ + 1e-20) when norm_topk_prob,
-// ·scaling. sig, choice: the token's sigmoid(l) and choices [E] in shared memory.
-__device__ void route_sigmoid_grouped(const MoeRouteArgs& a, const float* sig, const float* choice,
-                                      int32_t* idx, float* w) {
+  // sigmoid_grouped over groups: groups scored by their two best choices, the topk_group best kept.
   bool allowed[kMoeMaxGroups];
   const int64_t per_group = a.E / a.n_group;
-  if (a.n_group > 1) {
-    Pick groups[kMoeMaxGroups];
-    int64_t n_groups = 0;
-    for (int64_t g = 0; g < a.n_group; ++g) {
-      Pick best2[2];
-      int64_t n2 = 0;
-      for (int64_t e = g * per_group; e < (g + 1) * per_group; ++e)
-        offer(best2, n2, 2, choice[e], static_cast<int32_t>(e));
-      offer(groups, n_groups, a.topk_group, best2[0].score + best2[1].score, static_cast<int32_t>(g));
-      allowed[g] = false;
-    }
-    for (int64_t j = 0; j < n_groups; ++j) allowed[groups[j].index] = true;
+  Pick groups[kMoeMaxGroups];
+  int64_t n_groups = 0;
+  for (int64_t g = 0; g < a.n_group; ++g) {
+    Pick best2[2];
+    int64_t n2 = 0;
+    for (int64_t e = g * per_group; e < (g + 1) * per_group; ++e)
+      offer(best2, n2, 2, score[e], static_cast<int32_t>(e));
+    offer(groups, n_groups, a.topk_group, best2[0].score + best2[1].score, static_cast<int32_t>(g));
+    allowed[g] = false;
   }
-  Pick top[kMoeMaxTopK];
-  int64_t n = 0;
+  for (int64_t j = 0; j < n_groups; ++j) allowed[groups[j].index] = true;
   for (int64_t e = 0; e < a.E; ++e)
-    if (a.n_group <= 1 || allowed[e / per_group]) offer(top, n, a.top_k, choice[e], static_cast<int32_t>(e));
+    if (allowed[e / per_group]) offer(top, n, a.top_k, score[e], static_cast<int32_t>(e));
+  return n;
+}
+
+// The warp's best pick of its lanes' (index < 0: none) by ranks_above; every lane gets it.
+__device__ Pick warp_best(Pick p) {
+  for (int o = 16; o > 0; o >>= 1) {
+    const Pick q{__shfl_xor_sync(0xffffffffu, p.score, o), __shfl_xor_sync(0xffffffffu, p.index, o)};
+    if (q.index >= 0 && (p.index < 0 || topk::ranks_above(q.score, q.index, p))) p = q;
+  }
+  return p;
+}
+
+// The same picks as sequential_picks over all E experts when no score is NaN: ranking by (score
+// descending, index ascending) is then a strict order, and the insertion top-k keeps its k best in that
+// order, which is what k warp rounds find, each the best ranked below the previous pick (lane l looks at
+// experts l, l + 32, …). Every lane calls and gets n and top.
+__device__ int64_t warp_picks(const MoeRouteArgs& a, const float* score, int lane, Pick* top) {
+  Pick prev{0.0f, -1};
+  int64_t n = 0;
+  for (; n < a.top_k; ++n) {
+    Pick b{0.0f, -1};
+    for (int64_t e = lane; e < a.E; e += 32) {
+      const Pick c{score[e], static_cast<int32_t>(e)};
+      if (prev.index >= 0 && !topk::ranks_above(prev.score, prev.index, c)) continue;
+      if (b.index < 0 || topk::ranks_above(c.score, c.index, b)) b = c;
+    }
+    b = warp_best(b);
+    if (b.index < 0) break;
+    top[n] = prev = b;
+  }
+  return n;
+}
+
+// The weights of the picks top[0, n) and their indices, lane 0.
+// softmax_topk: exp(l − lmax) / Σ over the picks (lmax the row's largest logit). sigmoid_grouped: the
+// unbiased sigmoids of the picks, / (Σ + 1e-20) when norm_topk_prob, ·scaling.
+__device__ void write_route(const MoeRouteArgs& a, const Pick* top, int64_t n, float lmax, const float* sig,
+                            int32_t* idx, float* w) {
   float sum = 0;
+  if (!a.sigmoid_grouped) {
+    for (int64_t j = 0; j < n; ++j) sum += (w[j] = expf(top[j].score - lmax));
+    for (int64_t j = 0; j < n; ++j) w[j] /= sum, idx[j] = top[j].index;
+    return;
+  }
   for (int64_t j = 0; j < n; ++j) sum += (w[j] = sig[top[j].index]);  // unbiased scores
   const float norm = a.norm_topk_prob ? 1.0f / (sum + 1e-20f) : 1.0f;
   for (int64_t j = 0; j < n; ++j) w[j] = w[j] * norm * a.scaling, idx[j] = top[j].index;
@@ -64,9 +93,11 @@ __device__ void route_sigmoid_grouped(const MoeRouteArgs& a, const float* sig, c
 
 // A warp per token t (logits row t at logits + t·logits_st floats; indices/weights rows [top_k]): the lanes
 // bring the row into shared memory (sigmoid_grouped: its sigmoids and choices, each element's f32 formula,
-// the same bits whichever thread computes it), then lane 0 runs the CPU's algorithm on it. One thread per
-// token reading the row from global memory, load after dependent load, spent 45 µs per decode step's
-// routing (ncu, H200, 128 experts).
+// the same bits whichever thread computes it) and, unless a score is NaN or the router ranks groups first,
+// find the picks together (warp_picks); else lane 0 runs the CPU's algorithm on the row
+// (sequential_picks). Lane 0 writes the weights. One thread per token reading the row from global memory
+// spent 45 µs per decode step's routing (ncu, H200, 128 experts); lane 0's insertion over the row in
+// shared memory 26 µs.
 constexpr int kRouteWarps = 4;
 __global__ void __launch_bounds__(32 * kRouteWarps) moe_route_kernel(MoeRouteArgs a) {
   __shared__ float row[kRouteWarps][kMoeMaxExperts], sig[kRouteWarps][kMoeMaxExperts];
@@ -75,22 +106,34 @@ __global__ void __launch_bounds__(32 * kRouteWarps) moe_route_kernel(MoeRouteArg
   for (int64_t t = static_cast<int64_t>(blockIdx.x) * kRouteWarps + warp; t < a.T;
        t += static_cast<int64_t>(gridDim.x) * kRouteWarps) {
     const float* l = a.logits + t * a.logits_st;
+    bool nan = false;
+    float lmax = -INFINITY;  // softmax: the row's largest logit (with no NaN, any order's max)
     for (int64_t e = lane; e < a.E; e += 32) {
       if (a.sigmoid_grouped) {
         sig[warp][e] = cuda::sigmoid(l[e]);
         row[warp][e] = sig[warp][e] + (has_bias ? cuda::param_at(a.bias, e) : 0.0f);  // the choice
       } else {
         row[warp][e] = l[e];
+        lmax = l[e] > lmax ? l[e] : lmax;
       }
+      nan |= row[warp][e] != row[warp][e];
+    }
+    for (int o = 16; o > 0; o >>= 1) {
+      const float u = __shfl_xor_sync(0xffffffffu, lmax, o);
+      lmax = u > lmax ? u : lmax;
     }
     __syncwarp();
+    Pick top[kMoeMaxTopK];
+    int64_t n = 0;
+    const bool together = !__any_sync(0xffffffffu, nan) && (!a.sigmoid_grouped || a.n_group <= 1);
+    if (together) n = warp_picks(a, row[warp], lane, top);
     if (lane == 0) {
-      int32_t* idx = a.indices + t * a.top_k;
-      float* w = a.weights + t * a.top_k;
-      if (a.sigmoid_grouped)
-        route_sigmoid_grouped(a, sig[warp], row[warp], idx, w);
-      else
-        route_softmax(a, row[warp], idx, w);
+      if (!together) {
+        n = sequential_picks(a, row[warp], top);
+        lmax = row[warp][0];  // the CPU's scan: l[0], then each larger one (a NaN is never taken)
+        for (int64_t e = 0; e < a.E; ++e) lmax = row[warp][e] > lmax ? row[warp][e] : lmax;
+      }
+      write_route(a, top, n, lmax, sig[warp], a.indices + t * a.top_k, a.weights + t * a.top_k);
     }
     __syncwarp();  // the row is read before the next token overwrites it
   }

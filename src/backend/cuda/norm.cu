@@ -8,6 +8,9 @@
 //
 // Aliasing: out may be x (and z for gate_then_norm): every element is read and written by the same thread,
 // and the reduction that needs the whole row is complete before any thread writes.
+//
+// A decode step's row is one block's work (2688 floats: ~11 per thread): the row loops issue their loads in
+// rounds (cuda::strided), each thread's elements still in ascending order.
 #include <cuda_runtime.h>
 
 #include "backend/cuda/cuda_backend.h"
@@ -17,19 +20,28 @@ namespace keel {
 
 namespace {
 
+// A thread's elements of a row: threadIdx.x, + blockDim.x, … < n.
+template <class Load, class Use>
+__device__ inline void row_loop(int64_t n, Load load, Use use) {
+  cuda::strided(threadIdx.x, n, blockDim.x, load, use);
+}
+
 // 1 / sqrt(Σ x[i]² / divisor + eps) over x[0, n), for every thread of the block.
 __device__ float block_inv_rms(const float* x, int64_t n, int64_t divisor, float eps) {
   double s = 0;
-  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) s += static_cast<double>(x[i]) * x[i];
+  row_loop(
+      n, [&](int64_t i) { return x[i]; }, [&](int64_t, float v) { s += static_cast<double>(v) * v; });
   s = cuda::block_sum(s);
   const float var = static_cast<float>(s / static_cast<double>(divisor));
   return 1.0f / sqrtf(var + eps);
 }
 
-// (x·r)·w[w_offset + i] (or ·(1 + w)), the CPU's scale_by_weight.
-__device__ inline float scaled(float x, float r, const NormWeight& w, int64_t i) {
-  const float wi = cuda::norm_weight_at(w, i);
+// (x·r)·w (or ·(1 + w)), the CPU's scale_by_weight; wi = w[w_offset + i] as stored, widened.
+__device__ inline float scaled_by(float x, float r, const NormWeight& w, float wi) {
   return (x * r) * (w.one_plus ? 1.0f + wi : wi);
+}
+__device__ inline float scaled(float x, float r, const NormWeight& w, int64_t i) {
+  return scaled_by(x, r, w, cuda::norm_weight_at(w, i));
 }
 
 __global__ void rms_norm_kernel(RmsNormArgs a) {
@@ -38,7 +50,9 @@ __global__ void rms_norm_kernel(RmsNormArgs a) {
     const float* x = a.x.row(r);
     float* y = a.out.row(r);
     const float inv = block_inv_rms(x, n, n, a.eps);
-    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) y[i] = scaled(x[i], inv, a.w, i);
+    row_loop(
+        n, [&](int64_t i) { return make_float2(x[i], cuda::norm_weight_at(a.w, i)); },
+        [&](int64_t i, float2 v) { y[i] = scaled_by(v.x, inv, a.w, v.y); });
   }
 }
 
@@ -80,7 +94,8 @@ __global__ void l2_norm_kernel(L2NormArgs a) {
     const float* x = a.x.row(r);
     float* y = a.out.row(r);
     const float inv = block_inv_rms(x, n, 1, a.eps);
-    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) y[i] = x[i] * inv;
+    row_loop(
+        n, [&](int64_t i) { return x[i]; }, [&](int64_t i, float v) { y[i] = v * inv; });
   }
 }
 

@@ -70,15 +70,18 @@ void CudaBackend::argmax(const ArgmaxArgs& a) {
 }
 
 // ---- sample_rows -------------------------------------------------------------------------------------
-// The semantics of backend/sampling_host.cpp (the CPU's sample_rows), row for row, in three launches:
-//   1. prepare (one block per row): for a row with logit_bias or penalties, its working copy work[r] = raw
+// The semantics of backend/sampling_host.cpp (the CPU's sample_rows), row for row, in up to five launches:
+//   1. prepare (one block per row; only when some row has logit_bias, penalties or truncation): for a row
+//   with logit_bias or penalties, its working copy work[r] = raw
 //      row + logit_bias (thread 0 adds the entries in order, as the host loop does) with the penalties over
 //      the history's per-token counts (atomicAdd into counts[r]) — the host's f32 formulas, rounded the same
 //      way (__f*_rn: no contraction); other rows are read where they are; and, when some row truncates (top-k
 //      / top-p), sort keys of the row: (orderable logit bits << 32) | (0xffffffff − id), so a descending sort
 //      is the host's `better` order (higher logit, then lower id; −0 keyed as +0, as `==` ties them).
 //   2. when some row truncates: cub::DeviceSegmentedRadixSort, one segment per row, descending.
-//   3. choose (one block per row): greedy = the best of work[r] (lowest id on ties). Else, as the host:
+//   3. stats, then exp-sum (blocks over chunks of kChunk logits of every row): each chunk's best of the
+//      working row, its largest raw logit, then its Σ expf(raw − the row's largest) (ChunkStats).
+//   4. choose (one block per row): greedy = the best of work[r] (lowest id on ties). Else, as the host:
 //      without top-k / top-p the survivors (min-p's, or all) stay in id order; with them, the sorted
 //      best-first prefix: top-k's k, then top-p's shortest prefix whose running Σ w/total reaches top_p, then
 //      min-p's count (a prefix, the weights falling along it). The draw takes the first survivor whose
@@ -89,7 +92,8 @@ void CudaBackend::argmax(const ArgmaxArgs& a) {
 //      max) in double), the chosen id's, and top_logprobs passes of a block argmax that each take the best
 //      ranked below the last.
 // Workspace (one pool allocation, 256-byte aligned parts): work n × V f32; counts n × V i32 when any_penalty;
-// when any_truncation keys in / out n × V u64 each, segment offsets (n + 1) i32 and CUB's scratch.
+// when any_truncation keys in / out n × V u64 each, segment offsets (n + 1) i32 and CUB's scratch; the
+// chunks' stats n × ⌈V / kChunk⌉ ChunkStats.
 
 namespace {
 
@@ -103,8 +107,22 @@ int64_t align_up(int64_t b) {
   return (b + kAlign - 1) / kAlign * kAlign;
 }
 
+// Per (row, chunk of kChunk logits), from the two stats kernels: the chunk's best of the working row (by
+// better(): its largest non-NaN value, lowest index on ties), its largest raw logit (−inf when none), and
+// its Σ expf(raw − the row's largest raw logit) in double.
+constexpr int kStatThreads = 256, kStatPerThread = 16, kChunk = kStatThreads * kStatPerThread;
+struct ChunkStats {
+  Best best;
+  float raw_max;
+  double exp_sum;
+};
+
+__host__ __device__ inline int64_t chunks(int64_t V) {
+  return V > kChunk ? (V + kChunk - 1) / kChunk : 1;
+}
+
 struct SampleLayout {
-  int64_t work = 0, counts = 0, keys_in = 0, keys_out = 0, offsets = 0, temp = 0, total = 0;
+  int64_t work = 0, counts = 0, keys_in = 0, keys_out = 0, offsets = 0, temp = 0, stats = 0, total = 0;
   size_t temp_bytes = 0;
 };
 
@@ -138,6 +156,8 @@ SampleLayout sample_layout(const SampleRowsArgs& a) {
     l.temp = at;
     at += align_up(static_cast<int64_t>(temp));
   }
+  l.stats = at;
+  at += align_up(a.n * chunks(a.V) * static_cast<int64_t>(sizeof(ChunkStats)));
   l.total = at;
   return l;
 }
@@ -276,29 +296,88 @@ __device__ int64_t block_last(int64_t count, Keep keep) {
   return static_cast<int64_t>(last) - 1;
 }
 
+// The row's working copy (the raw row when prepare left it), as choose reads it.
+__device__ inline const float* working_row(const SampleRowsArgs& a, const SampleRowDesc& d, const float* work,
+                                           int64_t r) {
+  return row_changed(d) ? work + r * a.V : reinterpret_cast<const float*>(a.logits + d.row * a.row_bytes);
+}
+
+// The row's largest raw logit from its chunks' (every thread of the block reads them: the same value).
+__device__ inline float row_raw_max(const ChunkStats* st, int64_t C) {
+  float m = -INFINITY;
+  for (int64_t c = 0; c < C; ++c) m = st[c].raw_max > m ? st[c].raw_max : m;
+  return m;
+}
+
+// Blocks over (chunks along x, rows along y), kStatThreads each, kStatPerThread logits a thread (issued
+// together: a decode step's one row over 32+ blocks instead of one block's strided loop, which spent
+// ~200 µs a step on 131072 logits, ncu, H200).
+// 1: each chunk's best of the working row and largest raw logit.
+__global__ void __launch_bounds__(kStatThreads)
+    sample_stats_kernel(SampleRowsArgs a, const float* work, ChunkStats* stats) {
+  const int64_t V = a.V, C = gridDim.x;
+  for (int64_t r = blockIdx.y; r < a.n; r += gridDim.y) {
+    const SampleRowDesc d = a.rows[r];
+    const auto* raw = reinterpret_cast<const float*>(a.logits + d.row * a.row_bytes);
+    const float* w = working_row(a, d, work, r);
+    Best b{0.0f, -1};
+    float m = -INFINITY;
+    const int64_t c0 = blockIdx.x * static_cast<int64_t>(kChunk) + threadIdx.x;
+#pragma unroll
+    for (int u = 0; u < kStatPerThread; ++u) {
+      const int64_t i = c0 + u * kStatThreads;
+      if (i >= V) break;
+      const float x = raw[i], v = w[i];
+      m = x > m ? x : m;
+      if (v == v && (b.index < 0 || v > b.value)) b = {v, i};
+    }
+    b = block_best(b);
+    m = cuda::block_max(m);
+    if (threadIdx.x == 0) stats[r * C + blockIdx.x].best = b, stats[r * C + blockIdx.x].raw_max = m;
+  }
+}
+
+// 2: each chunk's Σ expf(raw − the row's largest raw logit), in double.
+__global__ void __launch_bounds__(kStatThreads) sample_exp_sum_kernel(SampleRowsArgs a, ChunkStats* stats) {
+  const int64_t V = a.V, C = gridDim.x;
+  for (int64_t r = blockIdx.y; r < a.n; r += gridDim.y) {
+    const SampleRowDesc d = a.rows[r];
+    const auto* raw = reinterpret_cast<const float*>(a.logits + d.row * a.row_bytes);
+    const float m = row_raw_max(stats + r * C, C);
+    double part = 0;
+    const int64_t c0 = blockIdx.x * static_cast<int64_t>(kChunk) + threadIdx.x;
+#pragma unroll
+    for (int u = 0; u < kStatPerThread; ++u) {
+      const int64_t i = c0 + u * kStatThreads;
+      if (i >= V) break;
+      part += static_cast<double>(expf(raw[i] - m));
+    }
+    part = cuda::block_sum(part);
+    if (threadIdx.x == 0) stats[r * C + blockIdx.x].exp_sum = part;
+  }
+}
+
 __device__ inline double weight_at(float l, float max_logit, float temperature) {
   return exp((static_cast<double>(l) - static_cast<double>(max_logit)) / static_cast<double>(temperature));
 }
 
 __global__ void __launch_bounds__(kSampleThreads)
-    sample_choose_kernel(SampleRowsArgs a, const float* work, const uint64_t* sorted) {
-  const int64_t V = a.V;
+    sample_choose_kernel(SampleRowsArgs a, const float* work, const uint64_t* sorted,
+                         const ChunkStats* stats) {
+  const int64_t V = a.V, C = chunks(V);
   for (int64_t r = blockIdx.x; r < a.n; r += gridDim.x) {
     const SampleRowDesc d = a.rows[r];
     const auto* raw = reinterpret_cast<const float*>(a.logits + d.row * a.row_bytes);
-    const float* w = row_changed(d) ? work + r * V : raw;
+    const float* w = working_row(a, d, work, r);
+    const ChunkStats* st = stats + r * C;
+    Best b{0.0f, -1};  // the working row's best, from its chunks'
+    for (int64_t c = threadIdx.x; c < C; c += blockDim.x) b = better(b, st[c].best);
+    const Best best = block_best(b);
     int64_t id = 0;
     if (!(d.temperature > 0)) {  // greedy: the best penalized logit, lowest id on ties
-      Best b{0.0f, -1};
-      for (int64_t i = threadIdx.x; i < V; i += blockDim.x)
-        if (w[i] == w[i] && (b.index < 0 || w[i] > b.value)) b = {w[i], i};
-      const Best best = block_best(b);
       id = best.index < 0 ? 0 : best.index;
     } else if (!truncates(d, V)) {  // survivors in id order: min-p's, or all
-      Best b{0.0f, -1};
-      for (int64_t i = threadIdx.x; i < V; i += blockDim.x)
-        if (w[i] == w[i] && (b.index < 0 || w[i] > b.value)) b = {w[i], i};
-      const float max_logit = block_best(b).value;
+      const float max_logit = best.value;
       const float T = d.temperature, min_p = d.min_p;
       auto survives = [&](int64_t i) { return !(min_p > 0.0f) || weight_at(w[i], max_logit, 1.0f) >= min_p; };
       auto weight = [&](int64_t i) { return survives(i) ? weight_at(w[i], max_logit, T) : 0.0; };
@@ -342,13 +421,12 @@ __global__ void __launch_bounds__(kSampleThreads)
       id = key_id(k[j]);
     }
 
-    // Logprobs over the raw row: logsumexp, Σ exp(x − max) summed in double, each term f32 expf (within
-    // 2 ulp of exp: 0.5 ms of double exp per 131072 logits on one block, ~1e-7 on the logprob).
-    float m = -INFINITY;
-    for (int64_t i = threadIdx.x; i < V; i += blockDim.x) m = raw[i] > m ? raw[i] : m;
-    m = cuda::block_max(m);
+    // Logprobs over the raw row: logsumexp, Σ exp(x − max) summed in double (the chunks' sums, then theirs),
+    // each term f32 expf (within 2 ulp of exp: 0.5 ms of double exp per 131072 logits on one block, ~1e-7
+    // on the logprob).
+    const float m = row_raw_max(st, C);
     double part = 0;
-    for (int64_t i = threadIdx.x; i < V; i += blockDim.x) part += static_cast<double>(expf(raw[i] - m));
+    for (int64_t c = threadIdx.x; c < C; c += blockDim.x) part += st[c].exp_sum;
     const double lse = static_cast<double>(m) + log(cuda::block_sum(part));
     if (threadIdx.x == 0) {
       a.ids[r] = static_cast<int32_t>(id);
@@ -393,9 +471,17 @@ void CudaBackend::sample_rows(const SampleRowsArgs& a) {
   uint64_t* keys_in = a.any_truncation ? reinterpret_cast<uint64_t*>(base + l.keys_in) : nullptr;
   uint64_t* keys_out = a.any_truncation ? reinterpret_cast<uint64_t*>(base + l.keys_out) : nullptr;
   int* offsets = a.any_truncation ? reinterpret_cast<int*>(base + l.offsets) : nullptr;
+  auto* stats = reinterpret_cast<ChunkStats*>(base + l.stats);
   const unsigned grid = cuda::grid_blocks(a.n);
-  sample_prepare_kernel<<<grid, kSampleThreads, 0, stream()>>>(a, work, counts, keys_in, offsets);
-  cuda::check(cudaGetLastError(), "sample_rows prepare launch");
+  if (a.any_penalty || a.n_bias > 0 || a.any_truncation) {  // else prepare would leave every row as it is
+    sample_prepare_kernel<<<grid, kSampleThreads, 0, stream()>>>(a, work, counts, keys_in, offsets);
+    cuda::check(cudaGetLastError(), "sample_rows prepare launch");
+  }
+  const dim3 stat_grid(static_cast<unsigned>(chunks(a.V)), grid);
+  sample_stats_kernel<<<stat_grid, kStatThreads, 0, stream()>>>(a, work, stats);
+  cuda::check(cudaGetLastError(), "sample_rows stats launch");
+  sample_exp_sum_kernel<<<stat_grid, kStatThreads, 0, stream()>>>(a, stats);
+  cuda::check(cudaGetLastError(), "sample_rows exp-sum launch");
   if (a.any_truncation) {
     size_t temp = l.temp_bytes;
     cuda::check(
@@ -404,7 +490,7 @@ void CudaBackend::sample_rows(const SampleRowsArgs& a) {
             static_cast<const int*>(offsets), static_cast<const int*>(offsets + 1), 0, 64, stream()),
         "sample_rows sort");
   }
-  sample_choose_kernel<<<grid, kSampleThreads, 0, stream()>>>(a, work, keys_out);
+  sample_choose_kernel<<<grid, kSampleThreads, 0, stream()>>>(a, work, keys_out, stats);
   cuda::check(cudaGetLastError(), "sample_rows choose launch");
 }
 

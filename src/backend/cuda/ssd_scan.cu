@@ -17,6 +17,7 @@
 #include <algorithm>
 
 #include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/device_util.cuh"
 #include "backend/cuda/mixer_util.cuh"
 
 namespace keel {
@@ -50,7 +51,9 @@ __global__ void __launch_bounds__(kThreads) ssd_scan_kernel(const SsdScanArgs a)
   float* decays = dts + kStage;  // [kStage]: e^{dt·A}
   // [rows, N]: this block's rows of state [H, P, N], contiguous
   float* Sg = a.state + (h * a.P + p0) * N;
-  for (int64_t i = threadIdx.x; i < rows * N; i += kThreads) S[i] = Sg[i];
+  cuda::strided(
+      threadIdx.x, rows * N, kThreads, [&](int64_t i) { return Sg[i]; },
+      [&](int64_t i, float v) { S[i] = v; });
   const float A = -expf(cuda::mixer::param(a.A_log, h));
   const float bias = cuda::mixer::param(a.dt_bias, h), Dh = cuda::mixer::param(a.D, h);
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
@@ -99,7 +102,9 @@ __global__ void __launch_bounds__(kThreads) ssd_scan_kernel(const SsdScanArgs a)
     }
   }
   __syncthreads();  // every warp's last update of its rows is done
-  for (int64_t i = threadIdx.x; i < rows * N; i += kThreads) Sg[i] = S[i];
+  cuda::strided(
+      threadIdx.x, rows * N, kThreads, [&](int64_t i) { return S[i]; },
+      [&](int64_t i, float v) { Sg[i] = v; });
 }
 
 int64_t shared_bytes(const SsdScanArgs& a) {
