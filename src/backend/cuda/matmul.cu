@@ -134,51 +134,90 @@ __device__ __forceinline__ float chunk_value(const uint32_t (&w)[gemv_chunk_word
   }
 }
 
-template <int kKind>
-__device__ __forceinline__ void gemv_vec_rows(const MatmulArgs& a, const int32_t* x_rows, int64_t o,
+// Output rows per warp: two for a lone token (kT = 1) where a chunk is at most 4 words (dense, packed ≤ 4
+// bits), their loads issued together; else one (eight tokens' sums and two rows' loads spill past 64
+// registers). Two halved the warps of a decode GEMV (a 10304-row in_proj: 1.2 waves of the H200's warp
+// slots, the last nearly empty) and doubled each one's bytes in flight.
+template <int kKind, int kT>
+__host__ __device__ constexpr int gemv_out_rows() {
+  return kKind != 0 && kT == 1 && gemv_chunk_words<kKind>() <= 4 ? 2 : 1;
+}
+
+// Output rows o0 … o0 + gemv_out_rows − 1 (those < out) over y rows [t0, t0 + n), n ≤ kT: each row's sums
+// are the one-row loop's, in the same order. kT: 1 (a lone token: its registers only) or kGemvRows.
+template <int kKind, int kT>
+__device__ __forceinline__ void gemv_vec_rows(const MatmulArgs& a, const int32_t* x_rows, int64_t o0,
                                               int64_t t0, int64_t n) {
-  constexpr int kV = gemv_chunk_values<kKind>(), kW = gemv_chunk_words<kKind>();
+  constexpr int kV = gemv_chunk_values<kKind>(), kW = gemv_chunk_words<kKind>(),
+                kOut = gemv_out_rows<kKind, kT>();
   const int lane = threadIdx.x % 32;
-  const auto* row = reinterpret_cast<const uint32_t*>(a.w + o * a.w_row_bytes);
+  const uint32_t* row[kOut];
+  bool live[kOut];
+#pragma unroll
+  for (int r = 0; r < kOut; ++r) {
+    live[r] = o0 + r < a.out;
+    row[r] = reinterpret_cast<const uint32_t*>(a.w + (live[r] ? o0 + r : o0) * a.w_row_bytes);
+  }
   const int64_t chunks = a.in / kV;
-  const float4* xr[kGemvRows];
-  for (int t = 0; t < kGemvRows; ++t)
+  const float4* xr[kT];
+#pragma unroll
+  for (int t = 0; t < kT; ++t)
     xr[t] = reinterpret_cast<const float4*>(x_row(a, x_rows, t0 + (t < n ? t : 0)));
-  float acc[kGemvRows];
-  for (int t = 0; t < kGemvRows; ++t) acc[t] = 0.0f;
+  float acc[kOut][kT];
+#pragma unroll
+  for (int r = 0; r < kOut; ++r)
+#pragma unroll
+    for (int t = 0; t < kT; ++t) acc[r][t] = 0.0f;
   for (int64_t c0 = lane; c0 < chunks; c0 += 32 * kGemvUnroll) {
-    uint32_t w[kGemvUnroll][kW];
+    uint32_t w[kGemvUnroll][kOut][kW];
 #pragma unroll
     for (int u = 0; u < kGemvUnroll; ++u)
-      if (c0 + 32 * u < chunks) load_chunk<kKind>(row, c0 + 32 * u, w[u]);
+#pragma unroll
+      for (int r = 0; r < kOut; ++r)
+        if (live[r] && c0 + 32 * u < chunks) load_chunk<kKind>(row[r], c0 + 32 * u, w[u][r]);
 #pragma unroll
     for (int u = 0; u < kGemvUnroll; ++u) {
       const int64_t c = c0 + 32 * u;
       if (c >= chunks) break;
-      float s = 0.0f, b = 0.0f;
+      float s[kOut] = {}, b[kOut] = {};
       if constexpr (kKind > 0) {
         const int64_t grp = c * kV / a.w_group_size;
-        s = cuda::load_widened(a.w_scales + o * a.w_scale_row_bytes, a.w_scale_dtype, grp);
-        b = cuda::load_widened(a.w_biases + o * a.w_scale_row_bytes, a.w_scale_dtype, grp);
+#pragma unroll
+        for (int r = 0; r < kOut; ++r) {
+          const int64_t o = live[r] ? o0 + r : o0;
+          s[r] = cuda::load_widened(a.w_scales + o * a.w_scale_row_bytes, a.w_scale_dtype, grp);
+          b[r] = cuda::load_widened(a.w_biases + o * a.w_scale_row_bytes, a.w_scale_dtype, grp);
+        }
       }
 #pragma unroll
       for (int j4 = 0; j4 < kV; j4 += 4) {
-        const float w0 = chunk_value<kKind>(w[u], j4, s, b), w1 = chunk_value<kKind>(w[u], j4 + 1, s, b),
-                    w2 = chunk_value<kKind>(w[u], j4 + 2, s, b), w3 = chunk_value<kKind>(w[u], j4 + 3, s, b);
+        float wv[kOut][4];
 #pragma unroll
-        for (int t = 0; t < kGemvRows; ++t) {
+        for (int r = 0; r < kOut; ++r)
+#pragma unroll
+          for (int j = 0; j < 4; ++j) wv[r][j] = chunk_value<kKind>(w[u][r], j4 + j, s[r], b[r]);
+#pragma unroll
+        for (int t = 0; t < kT; ++t) {
           if (t >= n) break;
           const float4 x = xr[t][(c * kV + j4) / 4];
-          acc[t] = fmaf(w3, x.w, fmaf(w2, x.z, fmaf(w1, x.y, fmaf(w0, x.x, acc[t]))));
+#pragma unroll
+          for (int r = 0; r < kOut; ++r)
+            acc[r][t] =
+                fmaf(wv[r][3], x.w, fmaf(wv[r][2], x.z, fmaf(wv[r][1], x.y, fmaf(wv[r][0], x.x, acc[r][t]))));
         }
       }
     }
   }
-  for (int t = 0; t < kGemvRows; ++t) {
-    if (t >= n) break;
-    float s = acc[t];
-    for (int off = 16; off > 0; off /= 2) s += __shfl_down_sync(0xffffffffu, s, off);
-    if (lane == 0) y_row(a, t0 + t)[o] = (a.bias ? a.bias[o] : 0.0f) + s;
+#pragma unroll
+  for (int r = 0; r < kOut; ++r) {
+    if (!live[r]) break;
+#pragma unroll
+    for (int t = 0; t < kT; ++t) {
+      if (t >= n) break;
+      float sum = acc[r][t];
+      for (int off = 16; off > 0; off /= 2) sum += __shfl_down_sync(0xffffffffu, sum, off);
+      if (lane == 0) y_row(a, t0 + t)[o0 + r] = (a.bias ? a.bias[o0 + r] : 0.0f) + sum;
+    }
   }
 }
 
@@ -206,20 +245,25 @@ int gemv_kind(const MatmulArgs& a) {
   }
 }
 
-template <int kKind>
+template <int kKind, int kT>
 __device__ __forceinline__ void gemv_any(const MatmulArgs& a, const int32_t* x_rows, int64_t o, int64_t t0,
                                          int64_t n) {
   if constexpr (kKind == 0)
     gemv_rows(a, x_rows, o, t0, n);
   else
-    gemv_vec_rows<kKind>(a, x_rows, o, t0, n);
+    gemv_vec_rows<kKind, kT>(a, x_rows, o, t0, n);
 }
 
-// Block: 8 warps (8 output rows), all T ≤ kGemvRows rows.
-template <int kKind>
+// Block: 8 warps (8 · gemv_out_rows output rows), all T ≤ kGemvRows rows.
+template <int kKind, int kT>
+__host__ __device__ constexpr int64_t gemv_block_rows() {
+  return 8 * gemv_out_rows<kKind, kT>();
+}
+template <int kKind, int kT>
 __global__ void gemv_kernel(const MatmulArgs a) {
-  const int64_t o = static_cast<int64_t>(blockIdx.x) * 8 + threadIdx.x / 32;
-  if (o < a.out) gemv_any<kKind>(a, nullptr, o, 0, a.T);
+  const int64_t o = static_cast<int64_t>(blockIdx.x) * gemv_block_rows<kKind, kT>() +
+                    threadIdx.x / 32 * gemv_out_rows<kKind, kT>();
+  if (o < a.out) gemv_any<kKind, kT>(a, nullptr, o, 0, a.T);
 }
 
 // Calls launch.template operator()<kKind>() for the call's GEMV kind (launch: a struct with a member
@@ -493,16 +537,17 @@ __device__ __forceinline__ MatmulArgs expert_args(const MatmulArgs& m, const Exp
   return a;
 }
 
-// Decode (≤ kGemvRows tokens): tiles of ≤ kGemvRows rows, 8 warps per block (8 output rows).
-template <int kKind>
+// Decode (≤ kGemvRows tokens): tiles of ≤ kGemvRows rows, 8 warps per block (gemv_block_rows outputs).
+template <int kKind, int kT>
 __global__ void grouped_gemv_kernel(const MatmulArgs m, const ExpertPointers p, const int32_t* offsets,
                                     const int32_t* x_rows, int E, int64_t max_tiles) {
   for (int64_t tile = blockIdx.y; tile < max_tiles; tile += gridDim.y) {
     const Tile t = find_tile(offsets, E, kGemvRows, tile);
     if (t.rows == 0) return;
     const MatmulArgs a = expert_args(m, p, t.expert);
-    const int64_t o = static_cast<int64_t>(blockIdx.x) * 8 + threadIdx.x / 32;
-    if (o < a.out) gemv_any<kKind>(a, x_rows, o, t.row0, t.rows);
+    const int64_t o = static_cast<int64_t>(blockIdx.x) * gemv_block_rows<kKind, kT>() +
+                      threadIdx.x / 32 * gemv_out_rows<kKind, kT>();
+    if (o < a.out) gemv_any<kKind, kT>(a, x_rows, o, t.row0, t.rows);
   }
 }
 
@@ -511,7 +556,15 @@ struct GemvLaunch {
   cudaStream_t s;
   template <int kKind>
   void operator()() const {
-    gemv_kernel<kKind><<<static_cast<unsigned>((a.out + 7) / 8), 256, 0, s>>>(a);
+    if (a.T == 1)
+      launch<kKind, 1>();
+    else
+      launch<kKind, kGemvRows>();
+  }
+  template <int kKind, int kT>
+  void launch() const {
+    constexpr int64_t rows = gemv_block_rows<kKind, kT>();
+    gemv_kernel<kKind, kT><<<static_cast<unsigned>((a.out + rows - 1) / rows), 256, 0, s>>>(a);
   }
 };
 struct GroupedGemvLaunch {
@@ -522,9 +575,19 @@ struct GroupedGemvLaunch {
   const int32_t *offsets, *x_rows;
   int E;
   int64_t max_tiles;
+  bool one_token;
   template <int kKind>
   void operator()() const {
-    grouped_gemv_kernel<kKind><<<grid, 256, 0, s>>>(a, p, offsets, x_rows, E, max_tiles);
+    if (one_token)  // each expert's tile is its one row
+      launch<kKind, 1>();
+    else
+      launch<kKind, kGemvRows>();
+  }
+  template <int kKind, int kT>
+  void launch() const {
+    constexpr int64_t rows = gemv_block_rows<kKind, kT>();
+    const dim3 g(static_cast<unsigned>((a.out + rows - 1) / rows), grid.y);  // grid.y: the tiles
+    grouped_gemv_kernel<kKind, kT><<<g, 256, 0, s>>>(a, p, offsets, x_rows, E, max_tiles);
   }
 };
 
@@ -707,13 +770,13 @@ void CudaBackend::grouped_matmul(const GroupedMatmulArgs& g) {
   a.bias = nullptr;
   const bool gemv = g.tokens <= kGemvRows, mma = !gemv && mma_weights(m);
   const int64_t bm = gemv ? kGemvRows : mma ? kMmaM : kTile;
-  const int64_t bn = gemv ? 8 : mma ? kMmaN : kTile;  // outputs per block
+  const int64_t bn = gemv ? 8 : mma ? kMmaN : kTile;  // outputs per block (the GEMV's launch sets its own)
   const int64_t max_tiles = (m.T + bm - 1) / bm + std::min<int64_t>(g.E, m.T);
   const dim3 grid(static_cast<unsigned>((m.out + bn - 1) / bn), cuda::grid_blocks(max_tiles));
   const int E = static_cast<int>(g.E);
   if (gemv)
     with_gemv_kind(grouped_gemv_kind(g),
-                   GroupedGemvLaunch{grid, stream(), a, p, g.offsets, g.x_rows, E, max_tiles});
+                   GroupedGemvLaunch{grid, stream(), a, p, g.offsets, g.x_rows, E, max_tiles, g.tokens == 1});
   else if (mma && m.w_bits > 0)
     grouped_mma_kernel<true><<<grid, 256, 0, stream()>>>(a, p, g.offsets, g.x_rows, E, max_tiles);
   else if (mma)
