@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <type_traits>
 
@@ -23,28 +24,81 @@ constexpr int64_t slot_floats(int64_t key_tile, int64_t query_tile, int64_t hp) 
   return kGroup * key_tile + 2 * hp * query_tile;
 }
 
-// dot<W>(q[g], k, n) for the G rows q[g] at once, each with dot's arithmetic exactly (two W-wide partial
-// sums in order, the fixed tree, the tail in order), k's loads shared: the same bits as G dot calls.
-template <int W, int G = kGroup>
-KEEL_INLINE void dot_group(const float* const (&q)[G], const float* k, int64_t n, float (&out)[G]) {
-  using V = VecF<W>;
-  typename V::F acc0[G] = {}, acc1[G] = {};
-  int64_t i = 0;
-  for (; i + 2 * W <= n; i += 2 * W) {
-    const typename V::F k0 = V::load(k + i), k1 = V::load(k + i + W);
-    for (int g = 0; g < G; ++g) {
-      acc0[g] += V::load(q[g] + i) * k0;
-      acc1[g] += V::load(q[g] + i + W) * k1;
+// Sums of N W-wide vectors v[i] → out[i], each by VecF<W>::hsum's pairwise tree (lanes i, i + W/2, then
+// i, i + W/4, …) and so to its bits; for W = 16 the trees run side by side, two vectors' halves packed into
+// one vector at every level (4 levels of shuffles and adds for up to 16 sums, against 16 trees one by one).
+template <int W, int N>
+KEEL_INLINE void hsums(const typename VecF<W>::F* v, float* out) {
+  using F = typename VecF<W>::F;
+  if constexpr (W != 16) {
+    for (int i = 0; i < N; ++i) out[i] = VecF<W>::hsum(v[i]);
+  } else {
+    static_assert(N <= 16);
+    constexpr int N1 = (N + 1) / 2, N2 = (N1 + 1) / 2, N3 = (N2 + 1) / 2;
+    const auto at = [](const F* x, int n, int i) { return i < n ? x[i] : F{}; };
+    F l1[N1], l2[N2], l3[N3];
+    for (int p = 0; p < N1; ++p) {  // lanes 8h + i: vector 2p + h's v[i] + v[i + 8]
+      const F a = at(v, N, 2 * p), b = at(v, N, 2 * p + 1);
+      l1[p] = __builtin_shufflevector(a, b, 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23) +
+              __builtin_shufflevector(a, b, 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
     }
+    for (int p = 0; p < N2; ++p) {  // lanes 4m + i: vector 4p + m's t[i] + t[i + 4]
+      const F a = at(l1, N1, 2 * p), b = at(l1, N1, 2 * p + 1);
+      l2[p] = __builtin_shufflevector(a, b, 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27) +
+              __builtin_shufflevector(a, b, 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31);
+    }
+    for (int p = 0; p < N3; ++p) {  // lanes 2g + i: vector 8p + g's u[i] + u[i + 2]
+      const F a = at(l2, N2, 2 * p), b = at(l2, N2, 2 * p + 1);
+      l3[p] = __builtin_shufflevector(a, b, 0, 1, 4, 5, 8, 9, 12, 13, 16, 17, 20, 21, 24, 25, 28, 29) +
+              __builtin_shufflevector(a, b, 2, 3, 6, 7, 10, 11, 14, 15, 18, 19, 22, 23, 26, 27, 30, 31);
+    }
+    const F a = l3[0], b = N3 > 1 ? l3[N3 - 1] : F{};  // lane m: vector m's w[0] + w[1]
+    const F l4 = __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30) +
+                 __builtin_shufflevector(a, b, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    float lanes[16];
+    std::memcpy(lanes, &l4, sizeof lanes);
+    for (int i = 0; i < N; ++i) out[i] = lanes[i];
   }
-  for (; i + W <= n; i += W) {
-    const typename V::F k0 = V::load(k + i);
-    for (int g = 0; g < G; ++g) acc0[g] += V::load(q[g] + i) * k0;
-  }
-  for (int g = 0; g < G; ++g) {
-    float s = V::hsum(acc0[g] + acc1[g]);
-    for (int64_t t = i; t < n; ++t) s += q[g][t] * k[t];
-    out[g] = s;
+}
+
+// The scores of G query rows q[g] against the n keys [k0, k0 + n) of K (rows k_st floats apart), written to
+// s[g·s_st + j] = scale · (q[g] · k_j). Each dot product's arithmetic: one W-wide accumulator over d in
+// order (FMA where the ISA has it), VecF::hsum's tree, then the d tail in order — whatever G and whichever
+// keys share its block of kKeys, so a row's scores do not depend on its neighbours (batch invariance). The
+// G × kKeys accumulators share each K and q load (2 FMAs a load at G = 4); the dot product per key with
+// its own tree, one row's q loads per key, ran at ~40 % of the f32 FMA peak. Prefetch: the keys kAhead
+// rows on, line by line (decode, where the cache streams from memory).
+constexpr int kKeys = 4;
+template <int W, int G, bool Prefetch>
+KEEL_INLINE void scores(const float* const (&q)[G], const float* K, int64_t k_st, int64_t D, int64_t k0,
+                        int64_t n, float scale, float* s, int64_t s_st) {
+  using V = VecF<W>;
+  for (int64_t j0 = 0; j0 < n; j0 += kKeys) {
+    const float* kp[kKeys];
+    for (int c = 0; c < kKeys; ++c) kp[c] = K + (k0 + std::min<int64_t>(j0 + c, n - 1)) * k_st;
+    if constexpr (Prefetch) {
+      for (int64_t j = j0 + kAhead; j < std::min(j0 + kAhead + kKeys, n); ++j)
+        for (int64_t b = 0; b < D * 4; b += 64)
+          __builtin_prefetch(reinterpret_cast<const char*>(K + (k0 + j) * k_st) + b);
+    }
+    typename V::F acc[G * kKeys] = {};
+    int64_t d = 0;
+    for (; d + W <= D; d += W) {
+      typename V::F kv[kKeys];
+      for (int c = 0; c < kKeys; ++c) kv[c] = V::load(kp[c] + d);
+      for (int g = 0; g < G; ++g) {
+        const typename V::F qv = V::load(q[g] + d);
+        for (int c = 0; c < kKeys; ++c) acc[g * kKeys + c] += qv * kv[c];
+      }
+    }
+    float sum[G * kKeys];
+    hsums<W, G * kKeys>(acc, sum);
+    for (int g = 0; g < G; ++g)
+      for (int c = 0; c < kKeys && j0 + c < n; ++c) {
+        float t = sum[g * kKeys + c];
+        for (int64_t e = d; e < D; ++e) t += q[g][e] * kp[c][e];
+        s[g * s_st + j0 + c] = t * scale;
+      }
   }
 }
 
@@ -65,32 +119,18 @@ KEEL_INLINE void softmax_update(float* s, int64_t n, float& mr, float& lr, float
   if (alpha != 1.0f) scale<W>(o, alpha, Dv);
 }
 
-// G query rows walk the key tile [k0, k0 + n) together: scores by one dot_group over shared K loads, the
+// G query rows walk the key tile [k0, k0 + n) together: their scores over shared K loads, the
 // online-softmax update per row, P·V by one add_weighted_rows_block over shared V loads; each row's
 // arithmetic is that of one row alone (G = 1). Row g reads q0 + g·q_step, accumulates into o0 + g·o_step and
 // keeps its running max and sum at mr[g·ml_step], lr[g·ml_step]: the rows of one head (steps q_st, o_st, 1)
-// or the heads of one row (q_sh, o_sh, query_tile). Prefetch: the key kAhead rows on, line by line (decode,
-// where each key takes G dots and the cache streams from memory).
+// or the heads of one row (q_sh, o_sh, query_tile). Prefetch: decode's keys ahead (scores).
 template <int W, int G, bool Prefetch>
 KEEL_INLINE void walk_tile(const AttentionArgs& a, const float* K, const float* V, const float* q0,
                            int64_t q_step, float* o0, int64_t o_step, int64_t k0, int64_t n, float* s,
                            float* mr, float* lr, int64_t ml_step) {
   const float* q[G];
   for (int g = 0; g < G; ++g) q[g] = q0 + g * q_step;
-  for (int64_t j = 0; j < n; ++j) {
-    if constexpr (Prefetch) {
-      if (j + kAhead < n)
-        for (int64_t b = 0; b < a.D * 4; b += 64)
-          __builtin_prefetch(reinterpret_cast<const char*>(K + (k0 + j + kAhead) * a.k_st) + b);
-    }
-    if constexpr (G == 1) {
-      s[j] = dot<W>(q0, K + (k0 + j) * a.k_st, a.D) * a.scale;
-    } else {
-      float d[G];
-      dot_group<W, G>(q, K + (k0 + j) * a.k_st, a.D, d);
-      for (int g = 0; g < G; ++g) s[g * a.key_tile + j] = d[g] * a.scale;
-    }
-  }
+  scores<W, G, Prefetch>(q, K, a.k_st, a.D, k0, n, a.scale, s, a.key_tile);
   for (int g = 0; g < G; ++g)
     softmax_update<W>(s + g * a.key_tile, n, mr[g * ml_step], lr[g * ml_step], o0 + g * o_step, a.Dv);
   if constexpr (G == 1)
@@ -104,9 +144,9 @@ KEEL_INLINE void walk_tile(const AttentionArgs& a, const float* K, const float* 
 // each, a multiple of 16); m and l are the rows' running max and sum, [hp, query_tile]. The output rows
 // accumulate. Rows whose tile is whole (the row is at or past the tile's last key) go kGroup at a time; the
 // others (the diagonal's tile, the item's last rows) one by one; an item of fewer than kGroup rows (decode)
-// groups its heads instead (walk_tile either way). Every row's arithmetic is the same either way (dot_group
-// is dot, add_weighted_rows_block is add_weighted_rows, bit for bit), so a row's bits do not depend on which
-// rows share its call: the op stays batch invariant.
+// groups its heads instead (walk_tile either way). Every row's arithmetic is the same either way (scores'
+// per dot product, add_weighted_rows_block is add_weighted_rows, bit for bit), so a row's bits do not depend
+// on which rows share its call: the op stays batch invariant.
 template <int W>
 KEEL_INLINE void attention_item(const AttentionArgs& a, int64_t hp, int64_t item, float* s, float* m,
                                 float* l) {
