@@ -32,6 +32,8 @@ std::string_view op_name(Op op) {
       return "moe";
     case Op::sampling:
       return "sampling";
+    case Op::convert:
+      return "convert";
   }
   return "?";
 }
@@ -90,6 +92,9 @@ void Backend::gated_deltanet(const GatedDeltaNetArgs&) {
 }
 int64_t Backend::gated_deltanet_workspace(const GatedDeltaNetArgs&) const {
   no_kernel("gated_deltanet");
+}
+void Backend::convert(const ConvertArgs&) {
+  no_kernel("convert");
 }
 void Backend::attention(const AttentionArgs&) {
   no_kernel("attention");

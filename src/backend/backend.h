@@ -36,6 +36,7 @@ enum class Op {
   attention,
   moe,
   sampling,
+  convert,
 };
 std::string_view op_name(Op op);
 
@@ -96,6 +97,7 @@ class Backend {
   virtual int64_t ssd_scan_workspace(const SsdScanArgs& a) const;
   virtual void gated_deltanet(const GatedDeltaNetArgs& a);
   virtual int64_t gated_deltanet_workspace(const GatedDeltaNetArgs& a) const;
+  virtual void convert(const ConvertArgs& a);
   virtual void attention(const AttentionArgs& a);
   virtual int64_t attention_workspace(const AttentionArgs& a) const;
   virtual void moe_route(const MoeRouteArgs& a);

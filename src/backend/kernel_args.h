@@ -235,12 +235,24 @@ struct AttentionArgs {
   float scale = 1;
   const float* q = nullptr;  // [T, n_q, D]
   int64_t q_st = 0, q_sh = 0;
-  const float* k = nullptr;  // [kv_len, n_kv, D]
+  DType kv_dtype = DType::f32;  // of the cache's K and V: f32, or f16 (the CPU's; strides in elements)
+  const void* k = nullptr;      // [kv_len, n_kv, D]
   int64_t k_st = 0, k_sh = 0;
-  const float* v = nullptr;  // [kv_len, n_kv, Dv]
+  const void* v = nullptr;  // [kv_len, n_kv, Dv]
   int64_t v_st = 0, v_sh = 0;
   float* out = nullptr;  // [T, n_q, Dv]
   int64_t o_st = 0, o_sh = 0;
+};
+
+// ---- conversion (the KV cache's rows)
+// ---------------------------------------------------------------------- dst[i] = src[i] in dst_dtype, i < n,
+// both contiguous: f16 is IEEE binary16 rounded to nearest even (past ±65504 to ±inf, NaN stays NaN); f32 is
+// a copy.
+struct ConvertArgs {
+  const float* src = nullptr;
+  void* dst = nullptr;
+  DType dst_dtype = DType::f32;
+  int64_t n = 0;
 };
 
 // ---- mixture of experts ----------------------------------------------------------------------------------

@@ -56,6 +56,7 @@ struct BenchArgs {
   std::string memory_limit;
   int threads = 0;
   std::string device = "cpu";
+  std::string cache_type = "f32";  // --cache-type
   uint64_t seed = 1;
   std::string json_path, plot_path;
 };
@@ -247,6 +248,7 @@ std::string command_line(const BenchArgs& a) {
   if (!a.memory_limit.empty()) s += " --memory-limit " + a.memory_limit;
   if (a.threads > 0) s += fmt::format(" -t {}", a.threads);
   if (a.device != "cpu") s += " --device " + a.device;
+  if (a.cache_type != "f32") s += " --cache-type " + a.cache_type;
   return s;
 }
 
@@ -256,11 +258,13 @@ void bench(const BenchArgs& a) {
   MemoryPool& pool = *compute.pool;
   Backend& be = *compute.be;
   const int64_t limit = pool.limit();
+  const DType kv = parse_cache_type(a.cache_type);
+  check_cache_type(be, kv);
   const Clock::time_point t0 = Clock::now();
   models::LoadedModel m =
       a.random_weights
-          ? models::random_weights_model(a.dir, be, a.seed, QuantParams{a.quantize_bits, a.group_size})
-          : models::load_model(a.dir, be);
+          ? models::random_weights_model(a.dir, be, a.seed, QuantParams{a.quantize_bits, a.group_size}, kv)
+          : models::load_model(a.dir, be, kv);
   const double load_s = std::chrono::duration<double>(Clock::now() - t0).count();
   Model& model = *m.model;
   check_startup_memory(model, pool);
@@ -381,6 +385,7 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("-t,--threads", a->threads, "CPU threads (default: all cores)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--device", a->device, "cpu or cuda[:N]")->capture_default_str();
+  add_cache_type_option(*cmd, a->cache_type);
   cmd->add_option("--seed", a->seed, "Seed of the prompts and the random weights (default 1)");
   cmd->add_option("--json", a->json_path,
                   "Also write the rows, machine, model and command as JSON to this file");

@@ -104,6 +104,27 @@ void add_session_options(CLI::App& cmd, SessionOptions& o) {
   cmd.add_option("--device", o.device, "cpu or cuda[:N]")->capture_default_str();
   cmd.add_flag("--check-tensors", o.check_tensors,
                "Scan every weight for NaN and infinity at load (slower start)");
+  add_cache_type_option(cmd, o.cache_type);
+}
+
+void add_cache_type_option(CLI::App& cmd, std::string& value) {
+  cmd.add_option("--cache-type", value,
+                 "KV cache elements: f32 (keel's reference precision) or f16 (half the memory and the decode "
+                 "bytes; CPU only)")
+      ->check(CLI::IsMember({"f32", "f16"}))
+      ->capture_default_str();
+}
+
+void check_cache_type(const Backend& be, DType kv) {
+  if (!be.supports(Op::attention, kv))
+    throw_error(ErrorCode::unsupported, "--cache-type {}: {} reads an f32 KV cache only", dtype_name(kv),
+                be.name());
+}
+
+DType parse_cache_type(const std::string& name) {
+  if (name == "f32") return DType::f32;
+  if (name == "f16") return DType::f16;
+  throw_error(ErrorCode::invalid_argument, "--cache-type {}: f32 or f16", name);
 }
 
 int64_t memory_limit_bytes(const std::string& flag) {
@@ -210,7 +231,9 @@ ModelSession open_session(const SessionOptions& o, bool need_tokenizer) {
   s.pool = s.compute.pool.get();
   s.be = s.compute.be.get();
   const int64_t limit = s.pool->limit();
-  s.loaded = models::load_model(s.dir, *s.be);
+  const DType kv = parse_cache_type(o.cache_type);
+  check_cache_type(*s.be, kv);
+  s.loaded = models::load_model(s.dir, *s.be, kv);
   if (o.check_tensors) check_tensors_finite(*s.loaded.weights);
   check_startup_memory(s.model(), *s.pool);
   std::error_code ec;

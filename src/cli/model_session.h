@@ -16,13 +16,22 @@ namespace keel::cli {
 inline constexpr int kMaxThreads = 1024;
 
 struct SessionOptions {
-  std::string dir;              // empty: the bundled model (default_model_dir)
-  std::string device = "cpu";   // --device: cpu or cuda[:N]
-  int threads = 0;              // 0: all cores
-  bool check_tensors = false;   // --check-tensors: scan the weights for NaN/Inf after loading
-  std::string memory_limit;     // bytes or a fraction of MemTotal; empty: default_cpu_budget
-  int64_t held_back_bytes = 0;  // taken off the limit before the pool gets it (serve's request budget)
+  std::string dir;                 // empty: the bundled model (default_model_dir)
+  std::string device = "cpu";      // --device: cpu or cuda[:N]
+  int threads = 0;                 // 0: all cores
+  bool check_tensors = false;      // --check-tensors: scan the weights for NaN/Inf after loading
+  std::string memory_limit;        // bytes or a fraction of MemTotal; empty: default_cpu_budget
+  int64_t held_back_bytes = 0;     // taken off the limit before the pool gets it (serve's request budget)
+  std::string cache_type = "f32";  // --cache-type: the KV cache's elements, f32 or f16 (parse_cache_type)
 };
+
+// --cache-type's value as a dtype: "f32" or "f16" (llama.cpp's -ctk/-ctv f16 default halves the cache; keel's
+// default is f32, its reference precision). CPU only for f16: the CUDA attention reads f32.
+DType parse_cache_type(const std::string& name);
+// Error(unsupported) naming the backend when its attention cannot read a `kv` cache (CUDA: f32 only).
+void check_cache_type(const Backend& be, DType kv);
+// Adds --cache-type to `cmd`, stored in `value`.
+void add_cache_type_option(CLI::App& cmd, std::string& value);
 
 // The bytes --memory-limit allows in all (`flag` as given; empty: default_cpu_budget of this machine).
 int64_t memory_limit_bytes(const std::string& flag);

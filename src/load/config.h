@@ -19,6 +19,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/dtype.h"
+
 namespace keel {
 
 enum class LayerKind : uint8_t { mamba2, attention, mlp, moe, gated_deltanet };
@@ -144,6 +146,8 @@ struct ModelConfig {
   MlpConfig mlp;
   MoeConfig moe;
   std::optional<QuantizationConfig> quantization;  // MLX-quantized folders
+  // Not from config.json: the KV cache's element type this run asked for (--cache-type; f32 or f16).
+  DType kv_cache_dtype = DType::f32;
 
   int64_t num_layers() const { return static_cast<int64_t>(layers.size()); }
   // Layers whose kind or ffn is `kind`.

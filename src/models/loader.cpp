@@ -7,9 +7,10 @@
 
 namespace keel::models {
 
-LoadedModel load_model(const std::string& dir, Backend& be) {
+LoadedModel load_model(const std::string& dir, Backend& be, DType kv_cache) {
   LoadedModel m;
   m.config = load_model_config(dir);
+  m.config.kv_cache_dtype = kv_cache;
   ModelFactory make = find_model_factory(m.config.model_type);
   m.weights = std::make_unique<WeightStore>(WeightStore::open(dir));
   if (be.host_addressable()) {

@@ -29,6 +29,7 @@ struct LoadedModel {
 // its model_type. Errors (each naming the folder): Error(unsupported) for a model_type keel lacks,
 // Error(invalid_file) for a missing tensor or a wrong shape (naming the tensor, expected vs actual),
 // Error(out_of_memory) when the weights do not fit the pool's limit.
-LoadedModel load_model(const std::string& dir, Backend& be);
+// kv_cache: the KV cache's element type (f32, or f16 where the backend's attention takes it).
+LoadedModel load_model(const std::string& dir, Backend& be, DType kv_cache = DType::f32);
 
 }  // namespace keel::models

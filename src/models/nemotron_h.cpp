@@ -74,6 +74,7 @@ std::unique_ptr<Model> make_nemotron_h(const ModelConfig& cfg, WeightStore& stor
   as.n_kv = cfg.attention.num_key_value_heads;
   as.head_dim = cfg.attention.head_dim;
   as.bias = cfg.attention.attention_bias;
+  as.kv_dtype = cfg.kv_cache_dtype;
 
   std::vector<DecoderLayer> layers;
   for (int64_t i = 0; i < cfg.num_layers(); ++i) {

@@ -136,6 +136,7 @@ std::unique_ptr<Model> make_qwen3_5_family(const ModelConfig& cfg, WeightStore& 
     as.head_dim = a.head_dim;
     as.bias = a.attention_bias;
     as.qk_norm = true;
+    as.kv_dtype = cfg.kv_cache_dtype;
     as.qk_norm_scale = decoder_norm;
     as.norm_eps = spec.norm.eps;
     as.rope = true;

@@ -197,9 +197,11 @@ LoadedModel random_weights_model(const ModelConfig& config, DType dtype, Backend
   return m;
 }
 
-LoadedModel random_weights_model(const std::string& dir, Backend& be, uint64_t seed, QuantParams quant) {
-  return random_weights_model(load_model_config(dir), config_weight_dtype(dir), be, seed,
-                              dir + " (random weights)", quant);
+LoadedModel random_weights_model(const std::string& dir, Backend& be, uint64_t seed, QuantParams quant,
+                                 DType kv_cache) {
+  ModelConfig cfg = load_model_config(dir);
+  cfg.kv_cache_dtype = kv_cache;
+  return random_weights_model(cfg, config_weight_dtype(dir), be, seed, dir + " (random weights)", quant);
 }
 
 }  // namespace keel::models

@@ -24,8 +24,9 @@ namespace keel::models {
 // DIR/config.json → the model with random weights in the config's "dtype" (or "torch_dtype"; bf16 when
 // absent). Errors as load_model's, and Error(out_of_memory) naming the tensor when the weights do not fit the
 // pool.
+// kv_cache: as load_model's.
 LoadedModel random_weights_model(const std::string& dir, Backend& be, uint64_t seed = 1,
-                                 QuantParams quant = {});
+                                 QuantParams quant = {}, DType kv_cache = DType::f32);
 // The same from a parsed config (tests edit it first). `label` names the model in errors.
 LoadedModel random_weights_model(const ModelConfig& config, DType dtype, Backend& be, uint64_t seed = 1,
                                  const std::string& label = "random weights", QuantParams quant = {});

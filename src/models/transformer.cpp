@@ -39,6 +39,7 @@ std::unique_ptr<Model> build_transformer(const ModelConfig& cfg, const WeightSto
   as.qk_norm_scale = opt.norm_scale;
   as.norm_eps = spec.norm.eps;
   as.rope = a.rope.has_value();
+  as.kv_dtype = cfg.kv_cache_dtype;
   const ops::Activation act = activation_from_name(cfg.mlp.hidden_act, "hidden_act");
 
   std::vector<DecoderLayer> layers;

@@ -27,12 +27,18 @@ struct AttentionParams {
 };
 
 // q       [T, n_q, D] f32          (rows contiguous; outer strides free)
-// k_cache [capacity, n_kv, D] f32  rows [0, offset + T) are read
-// v_cache [capacity, n_kv, Dv] f32
+// k_cache [capacity, n_kv, D] f32 or f16 (a backend's attention may take f32 only: CUDA)  rows [0, offset +
+// T)
+//         are read
+// v_cache [capacity, n_kv, Dv], k_cache's dtype
 // out     [T, n_q, Dv] f32         written
 // D and Dv up to 512; n_q a multiple of n_kv.
 void attention(Backend& be, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, Tensor& out,
                const AttentionParams& p);
+
+// The step's keys or values into the cache: cache_rows (f32 or f16, contiguous) = rows (f32, the same element
+// count), converted to f16 (round to nearest even) where the cache is f16 — a copy where it is f32.
+void store_kv_rows(Backend& be, const Tensor& rows, Tensor& cache_rows);
 
 // Bytes attention takes from be's pool (the backend states it). The CPU's: per worker four score rows of
 // kAttentionKeyTile floats and the running max and sum of hp·kAttentionQueryTile rows, for min(threads, work

@@ -32,4 +32,13 @@ inline int64_t stride_floats(std::string_view op, std::string_view name, const T
   return t.stride_bytes(dim) / 4;
 }
 
+// The stride of dimension `dim` of a view in elements of its dtype; throws when it is not whole elements.
+inline int64_t stride_elements(std::string_view op, std::string_view name, const Tensor& t, int dim) {
+  const int64_t e = dtype_info(t.dtype()).block_bytes;
+  if (t.stride_bytes(dim) % e != 0)
+    throw_error(ErrorCode::invalid_argument, "{}: {} {} has a stride of {} bytes, not whole {} elements", op,
+                name, t.shape_string(), t.stride_bytes(dim), dtype_name(t.dtype()));
+  return t.stride_bytes(dim) / e;
+}
+
 }  // namespace keel::ops

@@ -88,11 +88,12 @@ struct ModelUnderTest {
   MemoryPool pool;
   std::unique_ptr<Backend> be;
   models::LoadedModel loaded;
-  explicit ModelUnderTest(const std::string& dir, int threads = 2, TestBackend kind = TestBackend::cpu)
+  explicit ModelUnderTest(const std::string& dir, int threads = 2, TestBackend kind = TestBackend::cpu,
+                          DType kv_cache = DType::f32)
       : allocator(make_test_allocator(kind, kPoolBytes)),
         pool(kind == TestBackend::cuda ? "cuda:0" : "cpu", kPoolBytes, allocator.get()),
         be(make_test_backend(kind, pool, threads)),
-        loaded(models::load_model(dir, *be)) {}
+        loaded(models::load_model(dir, *be, kv_cache)) {}
   Model& model() { return *loaded.model; }
   models::DecoderModel& decoder() { return dynamic_cast<models::DecoderModel&>(*loaded.model); }
 };
@@ -175,9 +176,9 @@ inline void check_hidden_states(const std::string& name, double tol = 1e-5,
 // max |Δ log-prob| ≤ tol at every prompt position; argmax identical wherever the reference's top-2 gap >
 // 2·tol.
 inline void check_prompt_logprobs(const std::string& name, double tol = 1e-3,
-                                  TestBackend backend = TestBackend::cpu) {
+                                  TestBackend backend = TestBackend::cpu, DType kv_cache = DType::f32) {
   Reference ref(name);
-  ModelUnderTest m(fixture_dir(name), 2, backend);
+  ModelUnderTest m(fixture_dir(name), 2, backend, kv_cache);
   SCOPED_TRACE(m.be->name());
   const std::vector<int32_t> ids = ref.ids("prompt_ids");
   const std::vector<double> want = ref.f("logprobs"), gap = ref.f("top2_gap");
@@ -207,9 +208,9 @@ inline void check_prompt_logprobs(const std::string& name, double tol = 1e-3,
 // Prefill (logits for the last token), then decode teacher-forced through the reference's greedy tokens: each
 // of the 24 rows within tol of the reference's, whatever the gaps.
 inline void check_decode_teacher_forced(const std::string& name, double tol = 1e-3,
-                                        TestBackend backend = TestBackend::cpu) {
+                                        TestBackend backend = TestBackend::cpu, DType kv_cache = DType::f32) {
   Reference ref(name);
-  ModelUnderTest m(fixture_dir(name), 2, backend);
+  ModelUnderTest m(fixture_dir(name), 2, backend, kv_cache);
   std::vector<float> host;
   const std::vector<int32_t> ids = ref.ids("prompt_ids"), greedy = ref.ids("greedy_tokens");
   const std::vector<double> want = ref.f("greedy_logprobs");
@@ -217,17 +218,21 @@ inline void check_decode_teacher_forced(const std::string& name, double tol = 1e
   auto state = m.model().new_state(static_cast<int64_t>(ids.size() + greedy.size()));
   StepItem item{state.get(), ids, 1, nullptr};
   Tensor logits = m.model().forward({&item, 1});
+  double worst_all = 0;
   for (int64_t s = 0; s < steps; ++s) {
     std::vector<double> lp = log_softmax_rows(m.model().host_logits(logits, host).data(), 1, V);
     double worst = 0;
     for (int64_t i = 0; i < V; ++i)
       worst = std::max(worst, std::abs(lp[static_cast<size_t>(i)] - want[static_cast<size_t>(s * V + i)]));
+    worst_all = std::max(worst_all, worst);
     EXPECT_LE(worst, tol) << "decode step " << s;
     if (s + 1 == steps) break;
     StepItem next{state.get(), std::span<const int32_t>(&greedy[static_cast<size_t>(s)], 1), 1, nullptr};
     logits = m.model().forward({&next, 1});
   }
   EXPECT_EQ(state->tokens(), static_cast<int64_t>(ids.size()) + steps - 1);
+  std::printf("%s: decode teacher-forced, max |Δ log-prob| %.3e over %lld steps\n", name.c_str(), worst_all,
+              static_cast<long long>(steps));
 }
 
 // Free greedy generation (the model's own argmax fed back) equals the reference's tokens up to the first step

@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "core/error.h"
 #include "op_harness.h"
@@ -122,6 +124,84 @@ TEST(Attention, ChunkedPrefillAndLoneRowsEqualOneShotBitwise) {
     std::vector<double> ref = reference({L, n_q, n_kv, D, D, 0}, q, cache, 1.0 / std::sqrt(double(D)));
     EXPECT_TRUE(all_close(whole, ref, kAtolScale * max_abs(ref), kRtol));
   }
+}
+
+// An f16 cache (--cache-type f16): the same op over K and V as stored, widened exactly — against the float64
+// reference on those f16 values, and batch invariant as the f32 cache is. Backends whose attention reads f32
+// only (CUDA) refuse it with Error(unsupported) before any work.
+TEST(Attention, F16CacheMatchesReferenceAndIsBatchInvariant) {
+  KEEL_TEST_RNG(rng);
+  const int64_t L = 150, n_q = 8, n_kv = 2, D = 128;
+  for (OpBackend* ob : op_backends()) {
+    SCOPED_TRACE(ob->name);
+    Tensor k = random_tensor(*ob, rng, DType::f16, {L, n_kv, D}, 1.0, "k cache");
+    Tensor v = random_tensor(*ob, rng, DType::f16, {L, n_kv, D}, 1.0, "v cache");
+    Tensor q = random_tensor(*ob, rng, DType::f32, {L, n_q, D}, 3.0);
+    Tensor whole = nan_tensor(*ob, {L, n_q, D});
+    if (!ob->be().supports(Op::attention, DType::f16)) {
+      try {
+        ops::attention(ob->be(), q, k, v, whole, {0, std::nullopt});
+        ADD_FAILURE() << "an f16 cache was taken";
+      } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ErrorCode::unsupported) << e.what();
+      }
+      continue;
+    }
+    ops::attention(ob->be(), q, k, v, whole, {0, std::nullopt});
+    const std::vector<double> ref =
+        ref::attention(L, n_q, n_kv, D, D, 0, 1.0 / std::sqrt(double(D)), values(q), values(k), values(v));
+    EXPECT_TRUE(all_close(whole, ref, kAtolScale * max_abs(ref), kRtol));
+    Tensor chunked = nan_tensor(*ob, {L, n_q, D});
+    int64_t o = 0;
+    for (int64_t len : {23, 1, 64, 17, 45}) {
+      Tensor out = chunked.slice(0, o, len);
+      ops::attention(ob->be(), q.slice(0, o, len), k, v, out, {o, std::nullopt});
+      o += len;
+    }
+    EXPECT_TRUE(bitwise_equal(chunked, whole));
+    for (int64_t i : {int64_t{0}, int64_t{64}, L - 1}) {
+      Tensor row = nan_tensor(*ob, {1, n_q, D});
+      ops::attention(ob->be(), q.slice(0, i, 1), k, v, row, {i, std::nullopt});
+      EXPECT_TRUE(bitwise_equal(row, whole.slice(0, i, 1))) << "row " << i;
+    }
+  }
+}
+
+// store_kv_rows into an f16 cache rounds as IEEE binary16 does (the compiler's _Float16 conversion is the
+// oracle): to nearest, ties to even, past the largest finite value to ±inf, subnormals kept, NaN stays NaN;
+// into an f32 cache it copies.
+TEST(Attention, StoreKvRowsRoundsToF16AsIeeeDoes) {
+  KEEL_TEST_RNG(rng);
+  std::vector<float> x = {
+      0.0f,          -0.0f,   1.0f,  -2.5f, 65504.0f,           65519.0f,           65520.0f,
+      -1e9f,         1e-7f,   3e-8f, 1e-9f, 1.0f + 1.0f / 2048, 1.0f + 3.0f / 2048, 0.1f,
+      std::nanf(""), 5.96e-8f};
+  while (x.size() < 1000) x.push_back(static_cast<float>(rng.uniform(-70000, 70000) * rng.uniform()));
+  const int64_t n = static_cast<int64_t>(x.size());
+  int checked = 0;
+  for (OpBackend* ob : op_backends()) {
+    if (!ob->be().host_addressable() || !ob->be().supports(Op::convert, DType::f16)) continue;
+    SCOPED_TRACE(ob->name);
+    ++checked;
+    Tensor rows = Tensor::empty(ob->pool(), DType::f32, {n}, "rows");
+    std::copy(x.begin(), x.end(), rows.ptr<float>());
+    Tensor half = Tensor::empty(ob->pool(), DType::f16, {n}, "f16 cache rows");
+    ops::store_kv_rows(ob->be(), rows, half);
+    for (int64_t i = 0; i < n; ++i) {
+      const _Float16 want = static_cast<_Float16>(x[static_cast<size_t>(i)]);
+      uint16_t want_bits = 0;
+      std::memcpy(&want_bits, &want, 2);
+      const uint16_t got = half.ptr<uint16_t>()[i];
+      if (want != want)  // NaN: any NaN
+        EXPECT_TRUE((got & 0x7c00) == 0x7c00 && (got & 0x03ff) != 0) << "element " << i;
+      else
+        EXPECT_EQ(got, want_bits) << "element " << i << ": " << x[static_cast<size_t>(i)];
+    }
+    Tensor full = Tensor::empty(ob->pool(), DType::f32, {n}, "f32 cache rows");
+    ops::store_kv_rows(ob->be(), rows, full);
+    EXPECT_EQ(std::memcmp(full.data(), rows.data(), static_cast<size_t>(n) * 4), 0);
+  }
+  EXPECT_GE(checked, 2);  // the reference backend and the CPU's
 }
 
 TEST(Attention, ThreadCountDoesNotChangeBits) {

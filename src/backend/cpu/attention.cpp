@@ -7,6 +7,8 @@
 #include <type_traits>
 
 #include "backend/cpu/vec_f32.h"
+#include "core/dtype.h"
+#include "core/error.h"
 #include "core/tensor.h"
 
 namespace keel::cpu {
@@ -69,16 +71,16 @@ KEEL_INLINE void hsums(const typename VecF<W>::F* v, float* out) {
 // its own tree, one row's q loads per key, ran at ~40 % of the f32 FMA peak. Prefetch: the keys kAhead
 // rows on, line by line (decode, where the cache streams from memory).
 constexpr int kKeys = 4;
-template <int W, int G, bool Prefetch>
-KEEL_INLINE void scores(const float* const (&q)[G], const float* K, int64_t k_st, int64_t D, int64_t k0,
+template <int W, int G, bool Prefetch, class T>
+KEEL_INLINE void scores(const float* const (&q)[G], const T* K, int64_t k_st, int64_t D, int64_t k0,
                         int64_t n, float scale, float* s, int64_t s_st) {
   using V = VecF<W>;
   for (int64_t j0 = 0; j0 < n; j0 += kKeys) {
-    const float* kp[kKeys];
+    const T* kp[kKeys];
     for (int c = 0; c < kKeys; ++c) kp[c] = K + (k0 + std::min<int64_t>(j0 + c, n - 1)) * k_st;
     if constexpr (Prefetch) {
       for (int64_t j = j0 + kAhead; j < std::min(j0 + kAhead + kKeys, n); ++j)
-        for (int64_t b = 0; b < D * 4; b += 64)
+        for (int64_t b = 0; b < D * static_cast<int64_t>(sizeof(T)); b += 64)
           __builtin_prefetch(reinterpret_cast<const char*>(K + (k0 + j) * k_st) + b);
     }
     typename V::F acc[G * kKeys] = {};
@@ -96,7 +98,7 @@ KEEL_INLINE void scores(const float* const (&q)[G], const float* K, int64_t k_st
     for (int g = 0; g < G; ++g)
       for (int c = 0; c < kKeys && j0 + c < n; ++c) {
         float t = sum[g * kKeys + c];
-        for (int64_t e = d; e < D; ++e) t += q[g][e] * kp[c][e];
+        for (int64_t e = d; e < D; ++e) t += q[g][e] * V::widen(kp[c][e]);
         s[g * s_st + j0 + c] = t * scale;
       }
   }
@@ -124,13 +126,13 @@ KEEL_INLINE void softmax_update(float* s, int64_t n, float& mr, float& lr, float
 // arithmetic is that of one row alone (G = 1). Row g reads q0 + g·q_step, accumulates into o0 + g·o_step and
 // keeps its running max and sum at mr[g·ml_step], lr[g·ml_step]: the rows of one head (steps q_st, o_st, 1)
 // or the heads of one row (q_sh, o_sh, query_tile). Prefetch: decode's keys ahead (scores).
-template <int W, int G, bool Prefetch>
-KEEL_INLINE void walk_tile(const AttentionArgs& a, const float* K, const float* V, const float* q0,
-                           int64_t q_step, float* o0, int64_t o_step, int64_t k0, int64_t n, float* s,
-                           float* mr, float* lr, int64_t ml_step) {
+template <int W, int G, bool Prefetch, class T>
+KEEL_INLINE void walk_tile(const AttentionArgs& a, const T* K, const T* V, const float* q0, int64_t q_step,
+                           float* o0, int64_t o_step, int64_t k0, int64_t n, float* s, float* mr, float* lr,
+                           int64_t ml_step) {
   const float* q[G];
   for (int g = 0; g < G; ++g) q[g] = q0 + g * q_step;
-  scores<W, G, Prefetch>(q, K, a.k_st, a.D, k0, n, a.scale, s, a.key_tile);
+  scores<W, G, Prefetch, T>(q, K, a.k_st, a.D, k0, n, a.scale, s, a.key_tile);
   for (int g = 0; g < G; ++g)
     softmax_update<W>(s + g * a.key_tile, n, mr[g * ml_step], lr[g * ml_step], o0 + g * o_step, a.Dv);
   if constexpr (G == 1)
@@ -147,15 +149,15 @@ KEEL_INLINE void walk_tile(const AttentionArgs& a, const float* K, const float* 
 // groups its heads instead (walk_tile either way). Every row's arithmetic is the same either way (scores'
 // per dot product, add_weighted_rows_block is add_weighted_rows, bit for bit), so a row's bits do not depend
 // on which rows share its call: the op stays batch invariant.
-template <int W>
+template <int W, class T>
 KEEL_INLINE void attention_item(const AttentionArgs& a, int64_t hp, int64_t item, float* s, float* m,
                                 float* l) {
   const int64_t n_sub = a.n_q / hp;  // head subgroups across all KV groups
   const int64_t h0 = item % n_sub * hp, i0 = item / n_sub * a.query_tile;
   const int64_t i1 = std::min(a.T, i0 + a.query_tile);
   const int64_t hk = h0 / (a.n_q / a.n_kv);
-  const float* K = a.k + hk * a.k_sh;
-  const float* V = a.v + hk * a.v_sh;
+  const T* K = static_cast<const T*>(a.k) + hk * a.k_sh;
+  const T* V = static_cast<const T*>(a.v) + hk * a.v_sh;
   for (int64_t hh = 0; hh < hp; ++hh)
     for (int64_t r = i0; r < i1; ++r) {
       m[hh * a.query_tile + r - i0] = kNegInf;
@@ -172,9 +174,9 @@ KEEL_INLINE void attention_item(const AttentionArgs& a, int64_t hp, int64_t item
         if (pos < k0) continue;
         const int64_t n = std::min(k1, pos + 1) - k0;
         auto heads = [&](auto G, int64_t hh) {  // G: std::integral_constant, the heads walked together
-          walk_tile<W, decltype(G)::value, true>(a, K, V, a.q + r * a.q_st + (h0 + hh) * a.q_sh, a.q_sh,
-                                                 a.out + r * a.o_st + (h0 + hh) * a.o_sh, a.o_sh, k0, n, s,
-                                                 m + hh * st + r - i0, l + hh * st + r - i0, st);
+          walk_tile<W, decltype(G)::value, true, T>(a, K, V, a.q + r * a.q_st + (h0 + hh) * a.q_sh, a.q_sh,
+                                                    a.out + r * a.o_st + (h0 + hh) * a.o_sh, a.o_sh, k0, n, s,
+                                                    m + hh * st + r - i0, l + hh * st + r - i0, st);
         };
         int64_t hh = 0;
         for (; hh + kGroup <= hp; hh += kGroup) heads(std::integral_constant<int, kGroup>{}, hh);
@@ -196,11 +198,11 @@ KEEL_INLINE void attention_item(const AttentionArgs& a, int64_t hp, int64_t item
         const float* q = a.q + r * a.q_st + h * a.q_sh;
         float* o = a.out + r * a.o_st + h * a.o_sh;
         if (r + kGroup <= i1 && pos + 1 >= k1) {  // kGroup rows, each seeing the whole tile [k0, k1)
-          walk_tile<W, kGroup, false>(a, K, V, q, a.q_st, o, a.o_st, k0, k1 - k0, s, mh + r, lh + r, 1);
+          walk_tile<W, kGroup, false, T>(a, K, V, q, a.q_st, o, a.o_st, k0, k1 - k0, s, mh + r, lh + r, 1);
           r += kGroup;
         } else {
-          walk_tile<W, 1, false>(a, K, V, q, a.q_st, o, a.o_st, k0, std::min(k1, pos + 1) - k0, s, mh + r,
-                                 lh + r, 1);
+          walk_tile<W, 1, false, T>(a, K, V, q, a.q_st, o, a.o_st, k0, std::min(k1, pos + 1) - k0, s, mh + r,
+                                    lh + r, 1);
           ++r;
         }
       }
@@ -213,30 +215,62 @@ KEEL_INLINE void attention_item(const AttentionArgs& a, int64_t hp, int64_t item
 
 // Worker slot `slot` of `slots` takes items slot, slot + slots, … (each `hp` query heads): rows near the
 // diagonal's end (long) and near its start (short) mix in every slot.
-template <int W>
+template <int W, class T>
 KEEL_INLINE void attention_slot(const AttentionArgs& a, int64_t hp, int64_t slot, int64_t slots,
                                 int64_t n_items, float* ws) {
   float* s = ws + slot * slot_floats(a.key_tile, a.query_tile, hp);
   float* m = s + kGroup * a.key_tile;
   float* l = m + hp * a.query_tile;
-  for (int64_t item = slot; item < n_items; item += slots) attention_item<W>(a, hp, item, s, m, l);
+  for (int64_t item = slot; item < n_items; item += slots) attention_item<W, T>(a, hp, item, s, m, l);
 }
 
 using SlotFn = void (*)(const AttentionArgs&, int64_t, int64_t, int64_t, int64_t, float*);
 
-#define KEEL_ATTENTION_KERNEL(name, target, W)                                                              \
+// One entry point per ISA and cache element type (f32, or f16 bits).
+#define KEEL_ATTENTION_KERNEL(name, target, W, T)                                                           \
   target void name(const AttentionArgs& a, int64_t hp, int64_t slot, int64_t slots, int64_t n, float* ws) { \
-    attention_slot<W>(a, hp, slot, slots, n, ws);                                                           \
+    attention_slot<W, T>(a, hp, slot, slots, n, ws);                                                        \
   }
 
-KEEL_ATTENTION_KERNEL(slot_generic, , 4)
-KEEL_ATTENTION_KERNEL(slot_avx2, KEEL_TARGET_AVX2, 8)
-KEEL_ATTENTION_KERNEL(slot_avx512, KEEL_TARGET_AVX512, 16)
+KEEL_ATTENTION_KERNEL(slot_generic, , 4, float)
+KEEL_ATTENTION_KERNEL(slot_avx2, KEEL_TARGET_AVX2, 8, float)
+KEEL_ATTENTION_KERNEL(slot_avx512, KEEL_TARGET_AVX512, 16, float)
+KEEL_ATTENTION_KERNEL(slot_generic_f16, , 4, uint16_t)
+KEEL_ATTENTION_KERNEL(slot_avx2_f16, KEEL_TARGET_AVX2, 8, uint16_t)
+KEEL_ATTENTION_KERNEL(slot_avx512_f16, KEEL_TARGET_AVX512, 16, uint16_t)
 
-SlotFn slot_kernel(CpuIsa isa) {
-  if (isa >= CpuIsa::avx512) return slot_avx512;
-  if (isa == CpuIsa::avx2) return slot_avx2;
-  return slot_generic;
+SlotFn slot_kernel(CpuIsa isa, DType kv) {
+  const bool f16 = kv == DType::f16;
+  if (isa >= CpuIsa::avx512) return f16 ? slot_avx512_f16 : slot_avx512;
+  if (isa == CpuIsa::avx2) return f16 ? slot_avx2_f16 : slot_avx2;
+  return f16 ? slot_generic_f16 : slot_generic;
+}
+
+// f32 → f16 (IEEE, round to nearest even), W at a time by the compiler's conversion (vcvtps2ph under the
+// AVX2 / AVX-512 targets), the tail one by one.
+template <int W>
+KEEL_INLINE void to_f16(const float* src, uint16_t* dst, int64_t n) {
+  using F = typename VecF<W>::F;
+  typedef _Float16 H __attribute__((vector_size(2 * W)));
+  int64_t i = 0;
+  for (; i + W <= n; i += W) {
+    const H h = __builtin_convertvector(VecF<W>::load(src + i), H);
+    std::memcpy(dst + i, &h, sizeof h);
+  }
+  for (; i < n; ++i) {
+    const _Float16 h = static_cast<_Float16>(src[i]);
+    std::memcpy(dst + i, &h, sizeof h);
+  }
+  static_assert(sizeof(F) == 4 * W);
+}
+KEEL_TARGET_AVX512 void to_f16_avx512(const float* src, uint16_t* dst, int64_t n) {
+  to_f16<16>(src, dst, n);
+}
+KEEL_TARGET_AVX2 void to_f16_avx2(const float* src, uint16_t* dst, int64_t n) {
+  to_f16<8>(src, dst, n);
+}
+void to_f16_generic(const float* src, uint16_t* dst, int64_t n) {
+  to_f16<4>(src, dst, n);
 }
 
 int64_t items_for(int64_t T, int64_t n_q, int64_t query_tile, int64_t heads_per_item) {
@@ -270,7 +304,7 @@ void attention(CpuBackend& be, const AttentionArgs& a) {
   Tensor ws = Tensor::empty(be.pool(), DType::f32, {slots * slot_floats(a.key_tile, a.query_tile, hp)},
                             "attention workspace");
   std::fill_n(ws.ptr<float>(), ws.numel(), 0.0f);  // score rows are read whole by the padded exp
-  const SlotFn fn = slot_kernel(be.isa());
+  const SlotFn fn = slot_kernel(be.isa(), a.kv_dtype);
   float* w = ws.ptr<float>();
   pool.parallel_for(slots, [&](int64_t b, int64_t e, int) {
     for (int64_t slot = b; slot < e; ++slot) fn(a, hp, slot, slots, n_items, w);
@@ -280,6 +314,29 @@ void attention(CpuBackend& be, const AttentionArgs& a) {
 }  // namespace keel::cpu
 
 namespace keel {
+
+void CpuBackend::convert(const ConvertArgs& a) {
+  if (a.n == 0) return;
+  if (a.dst_dtype == DType::f32) {
+    std::memcpy(a.dst, a.src, static_cast<size_t>(a.n) * 4);
+    return;
+  }
+  if (a.dst_dtype != DType::f16)
+    throw_error(ErrorCode::unsupported, "convert: to {} on the CPU (f32 and f16 only)",
+                dtype_name(a.dst_dtype));
+  auto* dst = static_cast<uint16_t*>(a.dst);
+  // Chunks of 64 Ki elements over the workers (a prefill chunk's rows: T · n_kv · D).
+  constexpr int64_t kChunk = 64 * 1024;
+  auto* fn = isa() >= CpuIsa::avx512 ? cpu::to_f16_avx512
+             : isa() == CpuIsa::avx2 ? cpu::to_f16_avx2
+                                     : cpu::to_f16_generic;
+  threads()->parallel_for((a.n + kChunk - 1) / kChunk, [&](int64_t b, int64_t e, int) {
+    for (int64_t c = b; c < e; ++c) {
+      const int64_t i0 = c * kChunk, n = std::min(kChunk, a.n - i0);
+      fn(a.src + i0, dst + i0, n);
+    }
+  });
+}
 
 int64_t CpuBackend::attention_workspace(const AttentionArgs& a) const {
   return cpu::attention_kernel_workspace_bytes(a.T, a.n_q, a.n_kv, a.key_tile, a.query_tile, workers());

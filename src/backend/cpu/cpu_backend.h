@@ -50,6 +50,7 @@ class CpuBackend final : public Backend {
   int64_t ssd_scan_workspace(const SsdScanArgs& a) const override;
   void gated_deltanet(const GatedDeltaNetArgs& a) override;
   int64_t gated_deltanet_workspace(const GatedDeltaNetArgs& a) const override;
+  void convert(const ConvertArgs& a) override;  // attention.cpp (the KV cache's rows)
   void attention(const AttentionArgs& a) override;
   int64_t attention_workspace(const AttentionArgs& a) const override;
   void moe_route(const MoeRouteArgs& a) override;

@@ -63,10 +63,10 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t h = blockIdx.x % a.n_q, i0 = blockIdx.x / a.n_q * kRows;
   const int rows = static_cast<int>(a.T - i0 < kRows ? a.T - i0 : kRows);
   const int64_t hk = h / (a.n_q / a.n_kv);
-  const float* K = a.k + hk * a.k_sh;  // key j at K + j·k_st, [D]
-  const float* V = a.v + hk * a.v_sh;  // value j at V + j·v_st, [Dv]
-  float* P = smem;                     // [kKeyTile, kRows]: P[j * kRows + r], row r's score of key k0 + j
-  float* Qs = P + kKeyTile * kRows;    // [kRows, D]: q[i0 + r, h] (zeros past T)
+  const float* K = static_cast<const float*>(a.k) + hk * a.k_sh;  // key j at K + j·k_st, [D]
+  const float* V = static_cast<const float*>(a.v) + hk * a.v_sh;  // value j at V + j·v_st, [Dv]
+  float* P = smem;                   // [kKeyTile, kRows]: P[j * kRows + r], row r's score of key k0 + j
+  float* Qs = P + kKeyTile * kRows;  // [kRows, D]: q[i0 + r, h] (zeros past T)
   float* KV = Qs + kRows * D;  // [kSub, ld]: keys or values kb … kb + kSub − 1 (zeros past the tile)
   float* m = KV + kSub * ld;   // [kRows] running max
   float* l = m + kRows;        // [kRows] running sum
@@ -247,8 +247,8 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t keys = a.offset + t + 1;  // row t sees keys [0, offset + t]
   const int64_t begin = static_cast<int64_t>(blockIdx.y) * span;
   const int64_t end = begin + span < keys ? begin + span : keys;
-  const float* K = a.k + hk * a.k_sh;
-  const float* V = a.v + hk * a.v_sh;
+  const float* K = static_cast<const float*>(a.k) + hk * a.k_sh;
+  const float* V = static_cast<const float*>(a.v) + hk * a.v_sh;
   float m = kNegInf, l = 0;
   float4 o[kMaxCols4];
 #pragma unroll
@@ -316,7 +316,7 @@ __global__ void __launch_bounds__(kThreads)
 
 // The decode kernel takes the step: T ≤ kRows and every row it reads as float4s 16-byte aligned.
 bool decode_fits(const AttentionArgs& a) {
-  const auto al = [](const float* p, int64_t st, int64_t sh) {
+  const auto al = [](const void* p, int64_t st, int64_t sh) {
     return reinterpret_cast<uintptr_t>(p) % 16 == 0 && st % 4 == 0 && sh % 4 == 0;
   };
   return a.T <= kRows && a.D % 4 == 0 && a.Dv % 4 == 0 && al(a.q, a.q_st, a.q_sh) &&
@@ -384,6 +384,9 @@ void CudaBackend::attention(const AttentionArgs& a) {
     throw_error(ErrorCode::unsupported,
                 "attention: key tile {} / query tile {} (the CUDA kernel has {} / {})", a.key_tile,
                 a.query_tile, kKeyTile, kRows);
+  if (a.kv_dtype != DType::f32)
+    throw_error(ErrorCode::unsupported, "attention: a {} KV cache on CUDA (f32 only)",
+                dtype_name(a.kv_dtype));
   if (a.D > kMaxDv || a.Dv > kMaxDv)
     throw_error(ErrorCode::unsupported, "attention: head_dim {} / value head_dim {} above {}", a.D, a.Dv,
                 kMaxDv);

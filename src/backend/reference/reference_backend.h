@@ -49,6 +49,7 @@ class ReferenceBackend final : public Backend {
   int64_t ssd_scan_workspace(const SsdScanArgs&) const override { return 0; }
   void gated_deltanet(const GatedDeltaNetArgs& a) override;
   int64_t gated_deltanet_workspace(const GatedDeltaNetArgs&) const override { return 0; }
+  void convert(const ConvertArgs& a) override;
   void attention(const AttentionArgs& a) override;
   int64_t attention_workspace(const AttentionArgs&) const override { return 0; }
   void moe_route(const MoeRouteArgs& a) override;

@@ -64,12 +64,35 @@ void ReferenceBackend::gated_deltanet(const GatedDeltaNetArgs& a) {
   write_row(state, a.state);
 }
 
+// The cache's rows as doubles: f32, or f16 bits widened (exact).
+static std::vector<double> read_cache(const void* p, DType dtype, int64_t st, int64_t sh, int64_t rows,
+                                      int64_t heads, int64_t n) {
+  if (dtype != DType::f16) return read_3d(static_cast<const float*>(p), st, sh, rows, heads, n);
+  const auto* h = static_cast<const uint16_t*>(p);
+  std::vector<double> v(static_cast<size_t>(rows * heads * n));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t hd = 0; hd < heads; ++hd)
+      for (int64_t i = 0; i < n; ++i)
+        v[static_cast<size_t>((r * heads + hd) * n + i)] = f16_to_f32(h[r * st + hd * sh + i]);
+  return v;
+}
+
+void ReferenceBackend::convert(const ConvertArgs& a) {
+  for (int64_t i = 0; i < a.n; ++i) {
+    if (a.dst_dtype == DType::f16)
+      static_cast<uint16_t*>(a.dst)[i] = f32_to_f16(a.src[i]);
+    else
+      static_cast<float*>(a.dst)[i] = a.src[i];
+  }
+}
+
 void ReferenceBackend::attention(const AttentionArgs& a) {
   if (a.T == 0) return;
   const int64_t kv_len = a.offset + a.T;
   const std::vector<double> out = ref::attention(
       a.T, a.n_q, a.n_kv, a.D, a.Dv, a.offset, a.scale, read_3d(a.q, a.q_st, a.q_sh, a.T, a.n_q, a.D),
-      read_3d(a.k, a.k_st, a.k_sh, kv_len, a.n_kv, a.D), read_3d(a.v, a.v_st, a.v_sh, kv_len, a.n_kv, a.Dv));
+      read_cache(a.k, a.kv_dtype, a.k_st, a.k_sh, kv_len, a.n_kv, a.D),
+      read_cache(a.v, a.kv_dtype, a.v_st, a.v_sh, kv_len, a.n_kv, a.Dv));
   write_3d(out, a.out, a.o_st, a.o_sh, a.T, a.n_q, a.Dv);
 }
 

@@ -32,13 +32,14 @@ AttentionBlock::AttentionBlock(const AttentionSpec& spec, AttentionWeights weigh
 }
 
 int64_t AttentionBlock::cache_bytes(int64_t capacity) const {
-  return attention_kv_bytes(s_.n_kv, s_.head_dim, capacity);  // f32 K and V [capacity, n_kv, head_dim]
+  // K and V [capacity, n_kv, head_dim] of kv_dtype
+  return attention_kv_bytes(s_.n_kv, s_.head_dim, capacity, dtype_info(s_.kv_dtype).block_bytes);
 }
 
 void AttentionBlock::init_cache(LayerCache& cache, int64_t capacity, Backend& be) const {
   MemoryPool& pool = be.pool();  // rows past tokens() are never read: no fill
-  cache.k = Tensor::empty(pool, DType::f32, {capacity, s_.n_kv, s_.head_dim}, "KV cache (keys)");
-  cache.v = Tensor::empty(pool, DType::f32, {capacity, s_.n_kv, s_.head_dim}, "KV cache (values)");
+  cache.k = Tensor::empty(pool, s_.kv_dtype, {capacity, s_.n_kv, s_.head_dim}, "KV cache (keys)");
+  cache.v = Tensor::empty(pool, s_.kv_dtype, {capacity, s_.n_kv, s_.head_dim}, "KV cache (values)");
 }
 
 void AttentionBlock::forward(const StepContext& ctx, size_t slot, const Tensor& x, Tensor& out) const {
@@ -72,8 +73,8 @@ void AttentionBlock::forward(const StepContext& ctx, size_t slot, const Tensor& 
                   "attention: {} + {} tokens exceed the sequence's capacity of {}", it.past, it.n,
                   c.k.dim(0));
     Tensor k_rows = c.k.slice(0, it.past, it.n), v_rows = c.v.slice(0, it.past, it.n);
-    be.copy(k.slice(0, it.begin, it.n), k_rows);
-    be.copy(v.slice(0, it.begin, it.n), v_rows);
+    ops::store_kv_rows(be, k.slice(0, it.begin, it.n), k_rows);  // converted where the cache is f16
+    ops::store_kv_rows(be, v.slice(0, it.begin, it.n), v_rows);
   }
   k = k3 = v = Tensor();
   Tensor att = Tensor::empty(ctx.pool(), DType::f32, {T, s_.n_q * hd}, "attention output");

@@ -25,7 +25,8 @@ struct AttentionSpec {
   ops::NormScale qk_norm_scale = ops::NormScale::weight;
   float norm_eps = 1e-6f;
   bool rope = false;  // rotate q and k with the step's rope table (its width: the rotary part of a head)
-  bool output_gate = false;  // qwen3_5: per-head query ‖ gate from q_proj, output × sigmoid(gate)
+  bool output_gate = false;     // qwen3_5: per-head query ‖ gate from q_proj, output × sigmoid(gate)
+  DType kv_dtype = DType::f32;  // the KV cache's elements: f32, or f16 (ModelConfig::kv_cache_dtype)
 };
 
 struct AttentionWeights {
