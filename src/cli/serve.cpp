@@ -60,6 +60,7 @@ struct ServeFlags {
   bool no_prompt_cache = false;
   bool metrics = false;
   bool check_tensors = false;
+  std::string cache_type = "f32";  // --cache-type
 };
 
 std::string read_text(const fs::path& path) {
@@ -180,9 +181,9 @@ struct Serving {
   Serving(const ServeFlags& f, const std::string& dir, int64_t request_budget,
           server::RequestMemory& request_memory, const GenerationDefaults& defaults) {
     try {
-      session = open_session(
-          SessionOptions{dir, f.device, f.threads, f.check_tensors, f.memory_limit, request_budget},
-          /*need_tokenizer=*/true);
+      session = open_session(SessionOptions{dir, f.device, f.threads, f.check_tensors, f.memory_limit,
+                                            request_budget, f.cache_type},
+                             /*need_tokenizer=*/true);
     } catch (const Error& e) {
       if (e.code() != ErrorCode::out_of_memory) throw;
       throw_error(ErrorCode::out_of_memory,
@@ -426,6 +427,7 @@ void add_serve_command(CLI::App& app) {
   cmd->add_flag("--no-prompt-cache", flags->no_prompt_cache, "Do not keep prompt states for reuse");
   cmd->add_flag("--metrics", flags->metrics, "Serve Prometheus metrics at GET /metrics");
   cmd->add_flag("--check-tensors", flags->check_tensors, "Scan every weight for NaN and infinity at load");
+  add_cache_type_option(*cmd, flags->cache_type);
   cmd->callback([flags] { run_serve(*flags); });
 }
 
