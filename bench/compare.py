@@ -39,7 +39,7 @@ def loadavg():
         return float(f.read().split()[0])
 
 
-def run_keel(binary, args, lengths):
+def run_keel(binary, args, lengths, cache_type=None):
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
         out = f.name
     cmd = [binary, "bench", "-m", args.model, "--prompt-lengths", ",".join(map(str, lengths)), "--gen",
@@ -50,6 +50,8 @@ def run_keel(binary, args, lengths):
         cmd += ["--prefill-chunk-size", str(args.prefill_chunk_size)]
     if args.device:
         cmd += ["--device", args.device]
+    if cache_type:
+        cmd += ["--cache-type", cache_type]
     before = loadavg()
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     after = loadavg()
@@ -134,6 +136,8 @@ def main():
     ap.add_argument("-t", "--threads", type=int, default=2)
     ap.add_argument("--device", help="keel's --device (e.g. cuda); keel mode on a GPU machine")
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--cache-type", help="A's keel --cache-type (f32, f16; llama.cpp's KV cache is f16)")
+    ap.add_argument("--b-cache-type", help="keel mode: B's --cache-type (a binary before the flag: leave out)")
     ap.add_argument("--smoke", action="store_true",
                     help="allow fewer than 3 runs (a check that the script works, not a measurement)")
     ap.add_argument("--out", help="write every run's figures and the machine's load to this JSON file")
@@ -144,19 +148,19 @@ def main():
     if args.mode == "keel":
         if not args.b:
             sys.exit("compare: keel mode needs --b (the baseline keel binary)")
-        a = lambda: run_keel(args.a, args, lengths)
-        b = lambda: run_keel(args.b, args, lengths)
+        a = lambda: run_keel(args.a, args, lengths, args.cache_type)
+        b = lambda: run_keel(args.b, args, lengths, args.b_cache_type)
         b_name = args.b
     elif args.mode == "llama-node":
         if not args.gguf:
             sys.exit("compare: llama-node mode needs --gguf")
-        a = lambda: run_keel(args.a, args, lengths)
+        a = lambda: run_keel(args.a, args, lengths, args.cache_type)
         b = lambda: run_llama_node(args, lengths)
         b_name = "llama.cpp (node-llama-cpp, bench/llama_node)"
     else:
         if not (args.llama_bench and args.gguf):
             sys.exit("compare: llama mode needs --llama-bench and --gguf")
-        a = lambda: run_keel(args.a, args, lengths)
+        a = lambda: run_keel(args.a, args, lengths, args.cache_type)
         b = lambda: run_llama(args.llama_bench, args, lengths)
         b_name = args.llama_bench
     runs = []

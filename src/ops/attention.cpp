@@ -14,8 +14,9 @@ constexpr const char* kOp = "attention";
 }  // namespace
 
 int64_t attention_workspace_bytes(const Backend& be, int64_t T, int64_t n_q, int64_t n_kv, int64_t D,
-                                  int64_t Dv) {
+                                  int64_t Dv, DType kv_cache) {
   AttentionArgs a;
+  a.kv_dtype = kv_cache;
   a.T = T, a.n_q = n_q, a.n_kv = n_kv, a.D = D, a.Dv = Dv, a.key_tile = kAttentionKeyTile,
   a.query_tile = kAttentionQueryTile;
   return be.attention_workspace(a);

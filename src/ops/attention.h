@@ -48,6 +48,6 @@ void store_kv_rows(Backend& be, const Tensor& rows, Tensor& cache_rows);
 // into up to 32 runs (backend/cuda/attention.cu), 32·T·n_q·(Dv + 2) floats of partials. Independent of
 // kv_len.
 int64_t attention_workspace_bytes(const Backend& be, int64_t T, int64_t n_q, int64_t n_kv, int64_t D,
-                                  int64_t Dv);
+                                  int64_t Dv, DType kv_cache = DType::f32);
 
 }  // namespace keel::ops

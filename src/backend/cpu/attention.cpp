@@ -1,5 +1,7 @@
 #include "backend/cpu/attention.h"
 
+#include <immintrin.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -21,9 +23,69 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 constexpr int kGroup = 4;
 constexpr int64_t kAhead = 4;  // keys between a prefetch and its use in head_group
 
-// Per-worker scratch: kGroup score rows, and the running max and sum of hp·query_tile rows.
-constexpr int64_t slot_floats(int64_t key_tile, int64_t query_tile, int64_t hp) {
-  return kGroup * key_tile + 2 * hp * query_tile;
+// Per-worker scratch: kGroup score rows, the running max and sum of hp·query_tile rows, and for an f16 cache
+// the key tile's K and V widened to f32 (tile_floats = key_tile·(D + Dv), else 0).
+constexpr int64_t slot_floats(int64_t key_tile, int64_t query_tile, int64_t hp, int64_t tile_floats) {
+  return kGroup * key_tile + 2 * hp * query_tile + tile_floats;
+}
+int64_t tile_floats(const AttentionArgs& a) {
+  return a.kv_dtype == DType::f16 ? a.key_tile * (a.D + a.Dv) : 0;
+}
+
+// rows × n f16 values (row r at src + r·st) widened into dst[r·n + i], exactly: F16C (vcvtph2ps) 16 or 8 at a
+// time under the AVX-512 / AVX2 targets, one by one otherwise. Called once per key tile of a work item, so a
+// tile's widening is shared by every row and head of the item.
+// The row kAhead rows on, line by line (the cache streams from memory; as decode's scores prefetch keys).
+KEEL_INLINE void prefetch_row(const uint16_t* row, int64_t n) {
+  for (int64_t b = 0; b < n * 2; b += 64) __builtin_prefetch(reinterpret_cast<const char*>(row) + b);
+}
+void widen_tail(const uint16_t* src, float* dst, int64_t i, int64_t n) {
+  for (; i < n; ++i) {
+    _Float16 h;
+    std::memcpy(&h, src + i, sizeof h);
+    dst[i] = static_cast<float>(h);
+  }
+}
+// (GCC 12's AVX-512 intrinsic headers self-initialize `__Y = __Y`, bug 105593, which -Wmaybe-uninitialized
+// reports once inlined; as in matmul_avx512.cpp.)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+KEEL_TARGET_AVX512 void widen_f16_avx512(const uint16_t* src, int64_t st, int64_t rows, int64_t n,
+                                         float* dst) {
+  for (int64_t r = 0; r < rows; ++r, src += st, dst += n) {
+    if (r + kAhead < rows) prefetch_row(src + kAhead * st, n);
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+      _mm512_storeu_ps(dst + i,
+                       _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i))));
+    widen_tail(src, dst, i, n);
+  }
+}
+#pragma GCC diagnostic pop
+KEEL_TARGET_AVX2 void widen_f16_avx2(const uint16_t* src, int64_t st, int64_t rows, int64_t n, float* dst) {
+  for (int64_t r = 0; r < rows; ++r, src += st, dst += n) {
+    if (r + kAhead < rows) prefetch_row(src + kAhead * st, n);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+      _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i))));
+    widen_tail(src, dst, i, n);
+  }
+}
+void widen_f16_generic(const uint16_t* src, int64_t st, int64_t rows, int64_t n, float* dst) {
+  for (int64_t r = 0; r < rows; ++r, src += st, dst += n) {
+    if (r + kAhead < rows) prefetch_row(src + kAhead * st, n);
+    widen_tail(src, dst, 0, n);
+  }
+}
+template <int W>
+void widen_f16(const uint16_t* src, int64_t st, int64_t rows, int64_t n, float* dst) {
+  if constexpr (W == 16)
+    widen_f16_avx512(src, st, rows, n, dst);
+  else if constexpr (W == 8)
+    widen_f16_avx2(src, st, rows, n, dst);
+  else
+    widen_f16_generic(src, st, rows, n, dst);
 }
 
 // Sums of N W-wide vectors v[i] → out[i], each by VecF<W>::hsum's pairwise tree (lanes i, i + W/2, then
@@ -149,9 +211,12 @@ KEEL_INLINE void walk_tile(const AttentionArgs& a, const T* K, const T* V, const
 // groups its heads instead (walk_tile either way). Every row's arithmetic is the same either way (scores'
 // per dot product, add_weighted_rows_block is add_weighted_rows, bit for bit), so a row's bits do not depend
 // on which rows share its call: the op stays batch invariant.
+// T: the cache's elements (float, or f16 bits); an f16 cache's key tile is widened into `tile` (key_tile
+// rows of K, then of V) once, and the rows walk that.
 template <int W, class T>
 KEEL_INLINE void attention_item(const AttentionArgs& a, int64_t hp, int64_t item, float* s, float* m,
-                                float* l) {
+                                float* l, float* tile) {
+  constexpr bool kF32 = std::is_same_v<T, float>;
   const int64_t n_sub = a.n_q / hp;  // head subgroups across all KV groups
   const int64_t h0 = item % n_sub * hp, i0 = item / n_sub * a.query_tile;
   const int64_t i1 = std::min(a.T, i0 + a.query_tile);
@@ -164,9 +229,20 @@ KEEL_INLINE void attention_item(const AttentionArgs& a, int64_t hp, int64_t item
       l[hh * a.query_tile + r - i0] = 0;
       std::fill_n(a.out + r * a.o_st + (h0 + hh) * a.o_sh, a.Dv, 0.0f);
     }
+  AttentionArgs at = a;  // the rows' view of the tile: the cache as stored (f32), or the widened tile
+  if constexpr (!kF32) at.k_st = a.D, at.v_st = a.Dv;
   const int64_t keys_end = a.offset + i1;  // the last row sees keys [0, keys_end)
   for (int64_t k0 = 0; k0 < keys_end; k0 += a.key_tile) {
     const int64_t k1 = std::min(k0 + a.key_tile, keys_end);
+    const float *Kt, *Vt;  // key j of the tile at Kt + (kt + j)·at.k_st
+    int64_t kt = k0;
+    if constexpr (kF32) {
+      Kt = K, Vt = V;
+    } else {
+      widen_f16<W>(K + k0 * a.k_st, a.k_st, k1 - k0, a.D, tile);
+      widen_f16<W>(V + k0 * a.v_st, a.v_st, k1 - k0, a.Dv, tile + a.key_tile * a.D);
+      Kt = tile, Vt = tile + a.key_tile * a.D, kt = 0;
+    }
     if (i1 - i0 < kGroup) {  // too few rows to group (decode): the item's heads go kGroup, then 2, at a time
       const int64_t st = a.query_tile;  // between heads in m and l
       for (int64_t r = i0; r < i1; ++r) {
@@ -174,9 +250,10 @@ KEEL_INLINE void attention_item(const AttentionArgs& a, int64_t hp, int64_t item
         if (pos < k0) continue;
         const int64_t n = std::min(k1, pos + 1) - k0;
         auto heads = [&](auto G, int64_t hh) {  // G: std::integral_constant, the heads walked together
-          walk_tile<W, decltype(G)::value, true, T>(a, K, V, a.q + r * a.q_st + (h0 + hh) * a.q_sh, a.q_sh,
-                                                    a.out + r * a.o_st + (h0 + hh) * a.o_sh, a.o_sh, k0, n, s,
-                                                    m + hh * st + r - i0, l + hh * st + r - i0, st);
+          walk_tile<W, decltype(G)::value, kF32, float>(at, Kt, Vt, a.q + r * a.q_st + (h0 + hh) * a.q_sh,
+                                                        a.q_sh, a.out + r * a.o_st + (h0 + hh) * a.o_sh,
+                                                        a.o_sh, kt, n, s, m + hh * st + r - i0,
+                                                        l + hh * st + r - i0, st);
         };
         int64_t hh = 0;
         for (; hh + kGroup <= hp; hh += kGroup) heads(std::integral_constant<int, kGroup>{}, hh);
@@ -198,11 +275,12 @@ KEEL_INLINE void attention_item(const AttentionArgs& a, int64_t hp, int64_t item
         const float* q = a.q + r * a.q_st + h * a.q_sh;
         float* o = a.out + r * a.o_st + h * a.o_sh;
         if (r + kGroup <= i1 && pos + 1 >= k1) {  // kGroup rows, each seeing the whole tile [k0, k1)
-          walk_tile<W, kGroup, false, T>(a, K, V, q, a.q_st, o, a.o_st, k0, k1 - k0, s, mh + r, lh + r, 1);
+          walk_tile<W, kGroup, false, float>(at, Kt, Vt, q, a.q_st, o, a.o_st, kt, k1 - k0, s, mh + r, lh + r,
+                                             1);
           r += kGroup;
         } else {
-          walk_tile<W, 1, false, T>(a, K, V, q, a.q_st, o, a.o_st, k0, std::min(k1, pos + 1) - k0, s, mh + r,
-                                    lh + r, 1);
+          walk_tile<W, 1, false, float>(at, Kt, Vt, q, a.q_st, o, a.o_st, kt, std::min(k1, pos + 1) - k0, s,
+                                        mh + r, lh + r, 1);
           ++r;
         }
       }
@@ -218,10 +296,11 @@ KEEL_INLINE void attention_item(const AttentionArgs& a, int64_t hp, int64_t item
 template <int W, class T>
 KEEL_INLINE void attention_slot(const AttentionArgs& a, int64_t hp, int64_t slot, int64_t slots,
                                 int64_t n_items, float* ws) {
-  float* s = ws + slot * slot_floats(a.key_tile, a.query_tile, hp);
+  float* s = ws + slot * slot_floats(a.key_tile, a.query_tile, hp, tile_floats(a));
   float* m = s + kGroup * a.key_tile;
   float* l = m + hp * a.query_tile;
-  for (int64_t item = slot; item < n_items; item += slots) attention_item<W, T>(a, hp, item, s, m, l);
+  float* tile = l + hp * a.query_tile;
+  for (int64_t item = slot; item < n_items; item += slots) attention_item<W, T>(a, hp, item, s, m, l, tile);
 }
 
 using SlotFn = void (*)(const AttentionArgs&, int64_t, int64_t, int64_t, int64_t, float*);
@@ -288,11 +367,11 @@ int64_t attention_heads_per_item(int64_t T, int64_t n_q, int64_t n_kv, int64_t q
 }
 
 int64_t attention_kernel_workspace_bytes(int64_t T, int64_t n_q, int64_t n_kv, int64_t key_tile,
-                                         int64_t query_tile, int n_threads) {
+                                         int64_t query_tile, int n_threads, int64_t kv_tile_floats) {
   if (T == 0) return 0;
   const int64_t hp = attention_heads_per_item(T, n_q, n_kv, query_tile, n_threads);
   const int64_t slots = std::min<int64_t>(std::max(n_threads, 1), items_for(T, n_q, query_tile, hp));
-  return 4 * slots * slot_floats(key_tile, query_tile, hp);
+  return 4 * slots * slot_floats(key_tile, query_tile, hp, kv_tile_floats);
 }
 
 void attention(CpuBackend& be, const AttentionArgs& a) {
@@ -301,7 +380,8 @@ void attention(CpuBackend& be, const AttentionArgs& a) {
   const int64_t hp = attention_heads_per_item(a.T, a.n_q, a.n_kv, a.query_tile, pool.size());
   const int64_t n_items = items_for(a.T, a.n_q, a.query_tile, hp);
   const int64_t slots = std::min<int64_t>(pool.size(), n_items);
-  Tensor ws = Tensor::empty(be.pool(), DType::f32, {slots * slot_floats(a.key_tile, a.query_tile, hp)},
+  Tensor ws = Tensor::empty(be.pool(), DType::f32,
+                            {slots * slot_floats(a.key_tile, a.query_tile, hp, tile_floats(a))},
                             "attention workspace");
   std::fill_n(ws.ptr<float>(), ws.numel(), 0.0f);  // score rows are read whole by the padded exp
   const SlotFn fn = slot_kernel(be.isa(), a.kv_dtype);
@@ -339,7 +419,8 @@ void CpuBackend::convert(const ConvertArgs& a) {
 }
 
 int64_t CpuBackend::attention_workspace(const AttentionArgs& a) const {
-  return cpu::attention_kernel_workspace_bytes(a.T, a.n_q, a.n_kv, a.key_tile, a.query_tile, workers());
+  return cpu::attention_kernel_workspace_bytes(a.T, a.n_q, a.n_kv, a.key_tile, a.query_tile, workers(),
+                                               cpu::tile_floats(a));
 }
 
 void CpuBackend::attention(const AttentionArgs& a) {

@@ -94,8 +94,8 @@ int64_t AttentionBlock::transient_bytes(const StepShape& s) const {
   const int64_t qpb = s_.output_gate ? 2 * qb : qb;  // q_proj's output
   int64_t attn_ws = 0;
   for (int64_t n : s.item_tokens)
-    attn_ws = std::max(attn_ws,
-                       ops::attention_workspace_bytes(*s.be, n, s_.n_q, s_.n_kv, s_.head_dim, s_.head_dim));
+    attn_ws = std::max(attn_ws, ops::attention_workspace_bytes(*s.be, n, s_.n_q, s_.n_kv, s_.head_dim,
+                                                               s_.head_dim, s_.kv_dtype));
   MemPlan m;
   m.alloc(qpb);
   m.workspace(linear_workspace_bytes(*s.be, w_.q, T));
