@@ -133,16 +133,16 @@ KEEL_INLINE void hsums(const typename VecF<W>::F* v, float* out) {
 // its own tree, one row's q loads per key, ran at ~40 % of the f32 FMA peak. Prefetch: the keys kAhead
 // rows on, line by line (decode, where the cache streams from memory).
 constexpr int kKeys = 4;
-template <int W, int G, bool Prefetch, class T>
-KEEL_INLINE void scores(const float* const (&q)[G], const T* K, int64_t k_st, int64_t D, int64_t k0,
+template <int W, int G, bool Prefetch>
+KEEL_INLINE void scores(const float* const (&q)[G], const float* K, int64_t k_st, int64_t D, int64_t k0,
                         int64_t n, float scale, float* s, int64_t s_st) {
   using V = VecF<W>;
   for (int64_t j0 = 0; j0 < n; j0 += kKeys) {
-    const T* kp[kKeys];
+    const float* kp[kKeys];
     for (int c = 0; c < kKeys; ++c) kp[c] = K + (k0 + std::min<int64_t>(j0 + c, n - 1)) * k_st;
     if constexpr (Prefetch) {
       for (int64_t j = j0 + kAhead; j < std::min(j0 + kAhead + kKeys, n); ++j)
-        for (int64_t b = 0; b < D * static_cast<int64_t>(sizeof(T)); b += 64)
+        for (int64_t b = 0; b < D * 4; b += 64)
           __builtin_prefetch(reinterpret_cast<const char*>(K + (k0 + j) * k_st) + b);
     }
     typename V::F acc[G * kKeys] = {};
@@ -160,7 +160,7 @@ KEEL_INLINE void scores(const float* const (&q)[G], const T* K, int64_t k_st, in
     for (int g = 0; g < G; ++g)
       for (int c = 0; c < kKeys && j0 + c < n; ++c) {
         float t = sum[g * kKeys + c];
-        for (int64_t e = d; e < D; ++e) t += q[g][e] * V::widen(kp[c][e]);
+        for (int64_t e = d; e < D; ++e) t += q[g][e] * kp[c][e];
         s[g * s_st + j0 + c] = t * scale;
       }
   }
@@ -188,13 +188,13 @@ KEEL_INLINE void softmax_update(float* s, int64_t n, float& mr, float& lr, float
 // arithmetic is that of one row alone (G = 1). Row g reads q0 + g·q_step, accumulates into o0 + g·o_step and
 // keeps its running max and sum at mr[g·ml_step], lr[g·ml_step]: the rows of one head (steps q_st, o_st, 1)
 // or the heads of one row (q_sh, o_sh, query_tile). Prefetch: decode's keys ahead (scores).
-template <int W, int G, bool Prefetch, class T>
-KEEL_INLINE void walk_tile(const AttentionArgs& a, const T* K, const T* V, const float* q0, int64_t q_step,
-                           float* o0, int64_t o_step, int64_t k0, int64_t n, float* s, float* mr, float* lr,
-                           int64_t ml_step) {
+template <int W, int G, bool Prefetch>
+KEEL_INLINE void walk_tile(const AttentionArgs& a, const float* K, const float* V, const float* q0,
+                           int64_t q_step, float* o0, int64_t o_step, int64_t k0, int64_t n, float* s,
+                           float* mr, float* lr, int64_t ml_step) {
   const float* q[G];
   for (int g = 0; g < G; ++g) q[g] = q0 + g * q_step;
-  scores<W, G, Prefetch, T>(q, K, a.k_st, a.D, k0, n, a.scale, s, a.key_tile);
+  scores<W, G, Prefetch>(q, K, a.k_st, a.D, k0, n, a.scale, s, a.key_tile);
   for (int g = 0; g < G; ++g)
     softmax_update<W>(s + g * a.key_tile, n, mr[g * ml_step], lr[g * ml_step], o0 + g * o_step, a.Dv);
   if constexpr (G == 1)
@@ -250,10 +250,9 @@ KEEL_INLINE void attention_item(const AttentionArgs& a, int64_t hp, int64_t item
         if (pos < k0) continue;
         const int64_t n = std::min(k1, pos + 1) - k0;
         auto heads = [&](auto G, int64_t hh) {  // G: std::integral_constant, the heads walked together
-          walk_tile<W, decltype(G)::value, kF32, float>(at, Kt, Vt, a.q + r * a.q_st + (h0 + hh) * a.q_sh,
-                                                        a.q_sh, a.out + r * a.o_st + (h0 + hh) * a.o_sh,
-                                                        a.o_sh, kt, n, s, m + hh * st + r - i0,
-                                                        l + hh * st + r - i0, st);
+          walk_tile<W, decltype(G)::value, kF32>(at, Kt, Vt, a.q + r * a.q_st + (h0 + hh) * a.q_sh, a.q_sh,
+                                                 a.out + r * a.o_st + (h0 + hh) * a.o_sh, a.o_sh, kt, n, s,
+                                                 m + hh * st + r - i0, l + hh * st + r - i0, st);
         };
         int64_t hh = 0;
         for (; hh + kGroup <= hp; hh += kGroup) heads(std::integral_constant<int, kGroup>{}, hh);
@@ -275,12 +274,11 @@ KEEL_INLINE void attention_item(const AttentionArgs& a, int64_t hp, int64_t item
         const float* q = a.q + r * a.q_st + h * a.q_sh;
         float* o = a.out + r * a.o_st + h * a.o_sh;
         if (r + kGroup <= i1 && pos + 1 >= k1) {  // kGroup rows, each seeing the whole tile [k0, k1)
-          walk_tile<W, kGroup, false, float>(at, Kt, Vt, q, a.q_st, o, a.o_st, kt, k1 - k0, s, mh + r, lh + r,
-                                             1);
+          walk_tile<W, kGroup, false>(at, Kt, Vt, q, a.q_st, o, a.o_st, kt, k1 - k0, s, mh + r, lh + r, 1);
           r += kGroup;
         } else {
-          walk_tile<W, 1, false, float>(at, Kt, Vt, q, a.q_st, o, a.o_st, kt, std::min(k1, pos + 1) - k0, s,
-                                        mh + r, lh + r, 1);
+          walk_tile<W, 1, false>(at, Kt, Vt, q, a.q_st, o, a.o_st, kt, std::min(k1, pos + 1) - k0, s, mh + r,
+                                 lh + r, 1);
           ++r;
         }
       }

@@ -57,22 +57,6 @@ struct VecF {
     return v;
   }
   static KEEL_INLINE void store(float* p, const F& v) { std::memcpy(p, &v, sizeof v); }
-  // W IEEE binary16 values at p, widened (exact), by the compiler's conversion (GCC 12 rejects the F16C
-  // intrinsics inside these target-less templates; under the AVX2 / AVX-512 targets this is vcvtph2ps).
-  static KEEL_INLINE F load_f16(const uint16_t* p) {
-    typedef _Float16 H __attribute__((vector_size(2 * W)));
-    H h;
-    std::memcpy(&h, p, sizeof h);
-    return __builtin_convertvector(h, F);
-  }
-  // Elements of a row of float or of f16 bits (uint16_t), W at a time or one.
-  static KEEL_INLINE F load(const uint16_t* p) { return load_f16(p); }
-  static KEEL_INLINE float widen(float x) { return x; }
-  static KEEL_INLINE float widen(uint16_t h) {
-    _Float16 x;
-    std::memcpy(&x, &h, sizeof x);
-    return static_cast<float>(x);
-  }
   static KEEL_INLINE F splat(float x) { return F{} + x; }
 
   // The pairwise tree a[i] += a[i + s] for s = W/2, …, 1, as halving shuffles.
@@ -141,17 +125,16 @@ KEEL_INLINE float dot(const float* a, const float* b, int64_t n) {
 }
 
 // y[0, len) += Σ_{j < n_rows} coef[j] · rows[j·stride + (0, len)], rows accumulated in order j = 0, 1, ...
-// (rows: floats, or f16 bits as uint16_t, widened as they are loaded.)
-template <int W, class T = float>
-KEEL_INLINE void add_weighted_rows(float* y, const T* rows, int64_t stride, const float* coef, int64_t n_rows,
-                                   int64_t len) {
+template <int W>
+KEEL_INLINE void add_weighted_rows(float* y, const float* rows, int64_t stride, const float* coef,
+                                   int64_t n_rows, int64_t len) {
   using V = VecF<W>;
   int64_t p = 0;
   for (; p + 4 * W <= len; p += 4 * W) {
     typename V::F a0 = V::load(y + p), a1 = V::load(y + p + W), a2 = V::load(y + p + 2 * W),
                   a3 = V::load(y + p + 3 * W);
     for (int64_t j = 0; j < n_rows; ++j) {
-      const T* r = rows + j * stride + p;
+      const float* r = rows + j * stride + p;
       const float c = coef[j];
       a0 += c * V::load(r);
       a1 += c * V::load(r + W);
@@ -167,7 +150,7 @@ KEEL_INLINE void add_weighted_rows(float* y, const T* rows, int64_t stride, cons
   }
   for (; p < len; ++p) {
     float s = y[p];
-    for (int64_t j = 0; j < n_rows; ++j) s += coef[j] * V::widen(rows[j * stride + p]);
+    for (int64_t j = 0; j < n_rows; ++j) s += coef[j] * rows[j * stride + p];
     y[p] = s;
   }
 }
@@ -176,9 +159,9 @@ KEEL_INLINE void add_weighted_rows(float* y, const T* rows, int64_t stride, cons
 // rows[j·stride
 // + (0, len)] — a small GEMM whose row loads are shared by the R outputs. Each element's arithmetic (its FMAs
 // in order j = 0, 1, …) is the one add_weighted_rows does, so results match it bit for bit.
-template <int W, int R, class T = float>
+template <int W, int R>
 KEEL_INLINE void add_weighted_rows_block(float* Y, int64_t y_st, const float* coef, int64_t c_st,
-                                         const T* rows, int64_t stride, int64_t n_rows, int64_t len) {
+                                         const float* rows, int64_t stride, int64_t n_rows, int64_t len) {
   using V = VecF<W>;
   constexpr int CB = W == 16 ? 4 : 2;  // vectors per row in registers: R·CB accumulators
   int64_t p = 0;
@@ -209,7 +192,7 @@ KEEL_INLINE void add_weighted_rows_block(float* Y, int64_t y_st, const float* co
   for (; p < len; ++p)
     for (int r = 0; r < R; ++r) {
       float s = Y[r * y_st + p];
-      for (int64_t j = 0; j < n_rows; ++j) s += coef[r * c_st + j] * V::widen(rows[j * stride + p]);
+      for (int64_t j = 0; j < n_rows; ++j) s += coef[r * c_st + j] * rows[j * stride + p];
       Y[r * y_st + p] = s;
     }
 }
