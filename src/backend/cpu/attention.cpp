@@ -13,6 +13,17 @@
 #include "core/error.h"
 #include "core/tensor.h"
 
+// GCC 12's AVX-512 intrinsic headers self-initialize `__Y = __Y` (bug 105593), which -Wmaybe-uninitialized
+// reports once they are inlined (as in matmul_avx512.cpp); clang has neither the bug nor the warning group.
+#if defined(__GNUC__) && !defined(__clang__)
+#define KEEL_GCC_IGNORE_INTRINSIC_SELF_INIT_PUSH \
+  _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Wmaybe-uninitialized\"")
+#define KEEL_GCC_IGNORE_INTRINSIC_SELF_INIT_POP _Pragma("GCC diagnostic pop")
+#else
+#define KEEL_GCC_IGNORE_INTRINSIC_SELF_INIT_PUSH
+#define KEEL_GCC_IGNORE_INTRINSIC_SELF_INIT_POP
+#endif
+
 namespace keel::cpu {
 
 namespace {
@@ -40,17 +51,9 @@ KEEL_INLINE void prefetch_row(const uint16_t* row, int64_t n) {
   for (int64_t b = 0; b < n * 2; b += 64) __builtin_prefetch(reinterpret_cast<const char*>(row) + b);
 }
 void widen_tail(const uint16_t* src, float* dst, int64_t i, int64_t n) {
-  for (; i < n; ++i) {
-    _Float16 h;
-    std::memcpy(&h, src + i, sizeof h);
-    dst[i] = static_cast<float>(h);
-  }
+  for (; i < n; ++i) dst[i] = f16_to_f32(src[i]);
 }
-// (GCC 12's AVX-512 intrinsic headers self-initialize `__Y = __Y`, bug 105593, which -Wmaybe-uninitialized
-// reports once inlined; as in matmul_avx512.cpp.)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
+KEEL_GCC_IGNORE_INTRINSIC_SELF_INIT_PUSH
 KEEL_TARGET_AVX512 void widen_f16_avx512(const uint16_t* src, int64_t st, int64_t rows, int64_t n,
                                          float* dst) {
   for (int64_t r = 0; r < rows; ++r, src += st, dst += n) {
@@ -62,7 +65,7 @@ KEEL_TARGET_AVX512 void widen_f16_avx512(const uint16_t* src, int64_t st, int64_
     widen_tail(src, dst, i, n);
   }
 }
-#pragma GCC diagnostic pop
+KEEL_GCC_IGNORE_INTRINSIC_SELF_INIT_POP
 KEEL_TARGET_AVX2 void widen_f16_avx2(const uint16_t* src, int64_t st, int64_t rows, int64_t n, float* dst) {
   for (int64_t r = 0; r < rows; ++r, src += st, dst += n) {
     if (r + kAhead < rows) prefetch_row(src + kAhead * st, n);
@@ -323,31 +326,29 @@ SlotFn slot_kernel(CpuIsa isa, DType kv) {
   return f16 ? slot_generic_f16 : slot_generic;
 }
 
-// f32 → f16 (IEEE, round to nearest even), W at a time by the compiler's conversion (vcvtps2ph under the
-// AVX2 / AVX-512 targets), the tail one by one.
-template <int W>
-KEEL_INLINE void to_f16(const float* src, uint16_t* dst, int64_t n) {
-  using F = typename VecF<W>::F;
-  typedef _Float16 H __attribute__((vector_size(2 * W)));
-  int64_t i = 0;
-  for (; i + W <= n; i += W) {
-    const H h = __builtin_convertvector(VecF<W>::load(src + i), H);
-    std::memcpy(dst + i, &h, sizeof h);
-  }
-  for (; i < n; ++i) {
-    const _Float16 h = static_cast<_Float16>(src[i]);
-    std::memcpy(dst + i, &h, sizeof h);
-  }
-  static_assert(sizeof(F) == 4 * W);
+// f32 → f16 (IEEE, round to nearest even): F16C's vcvtps2ph 16 or 8 at a time under the AVX-512 / AVX2
+// targets, core's f32_to_f16 (the same rounding) for the tail and the baseline.
+void to_f16_tail(const float* src, uint16_t* dst, int64_t i, int64_t n) {
+  for (; i < n; ++i) dst[i] = f32_to_f16(src[i]);
 }
+KEEL_GCC_IGNORE_INTRINSIC_SELF_INIT_PUSH
 KEEL_TARGET_AVX512 void to_f16_avx512(const float* src, uint16_t* dst, int64_t n) {
-  to_f16<16>(src, dst, n);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i),
+                        _mm512_cvtps_ph(_mm512_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT));
+  to_f16_tail(src, dst, i, n);
 }
+KEEL_GCC_IGNORE_INTRINSIC_SELF_INIT_POP
 KEEL_TARGET_AVX2 void to_f16_avx2(const float* src, uint16_t* dst, int64_t n) {
-  to_f16<8>(src, dst, n);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i),
+                     _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT));
+  to_f16_tail(src, dst, i, n);
 }
 void to_f16_generic(const float* src, uint16_t* dst, int64_t n) {
-  to_f16<4>(src, dst, n);
+  to_f16_tail(src, dst, 0, n);
 }
 
 int64_t items_for(int64_t T, int64_t n_q, int64_t query_tile, int64_t heads_per_item) {
