@@ -337,8 +337,7 @@ TEST(HttpTransport, IdleKeepAliveAndSlowlorisClientsDoNotDelayAChat) {
     // less than the head timeout), five seconds at most.
     const auto deadline = now() + std::chrono::seconds(5);
     const size_t until = loaded.size() + kPerRound;
-    while (loaded.size() < until ||
-           (load.slowloris->reconnects() == 0 && now() < deadline))
+    while (loaded.size() < until || (load.slowloris->reconnects() == 0 && now() < deadline))
       measure(1, loaded);
     EXPECT_GT(load.slowloris->reconnects(), 0) << "round " << round << ": no head cut within 5 s";
     EXPECT_EQ(load.reuse(), 50) << "round " << round;
