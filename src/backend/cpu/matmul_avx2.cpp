@@ -37,6 +37,20 @@ struct V256 {
   static F load_f16(const uint16_t* p) {
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
   }
+  // 16 bf16: even = each lane's low half shifted up, odd = its high half masked (matmul_avx512.cpp).
+  static void load_bf16_pairs(const uint16_t* p, F& even, F& odd) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    even = _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+    odd = _mm256_castsi256_ps(_mm256_and_si256(v, _mm256_set1_epi32(static_cast<int>(0xFFFF0000u))));
+  }
+  // a = p[0..8), b = p[8..16): shuffle_ps picks [a0 a2 b0 b2 | a4 a6 b4 b6], the 64-bit permute orders it.
+  static void deinterleave(const float* p, F& even, F& odd) {
+    const __m256 a = _mm256_loadu_ps(p), b = _mm256_loadu_ps(p + 8);
+    even = _mm256_castpd_ps(_mm256_permute4x64_pd(
+        _mm256_castps_pd(_mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0))), _MM_SHUFFLE(3, 1, 2, 0)));
+    odd = _mm256_castpd_ps(_mm256_permute4x64_pd(
+        _mm256_castps_pd(_mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1))), _MM_SHUFFLE(3, 1, 2, 0)));
+  }
   static F set1(float x) { return _mm256_set1_ps(x); }
   static F mul(F a, F b) { return _mm256_mul_ps(a, b); }
   static F add(F a, F b) { return _mm256_add_ps(a, b); }
@@ -72,8 +86,12 @@ struct V256 {
 
 }  // namespace
 
-void matmul_cols_avx2(const MatmulArgs& a, int64_t o_begin, int64_t o_end, float* panel) {
-  matmul_tile::matmul_cols<V256>(a, o_begin, o_end, panel);
+void matmul_cols_avx2(const MatmulArgs& a, int64_t o_begin, int64_t o_end, float* panel, const float* xpair) {
+  matmul_tile::matmul_cols<V256>(a, o_begin, o_end, panel, xpair);
+}
+
+void pair_x_avx2(const float* x, int64_t in, float* xp) {
+  matmul_tile::pair_x<V256>(x, in, xp);
 }
 
 void dequantize_packed_avx2(const PackedRow& r, int64_t n, float* out, int64_t step) {

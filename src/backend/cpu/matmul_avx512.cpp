@@ -39,6 +39,19 @@ struct V512 {
   static F load_f16(const uint16_t* p) {
     return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
   }
+  // 32 bf16: a bf16 is the high half of its f32, so the even elements are each lane's low half shifted up and
+  // the odd ones its high half masked (no shuffle).
+  static void load_bf16_pairs(const uint16_t* p, F& even, F& odd) {
+    const __m512i v = _mm512_loadu_si512(p);
+    even = _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
+    odd = _mm512_castsi512_ps(_mm512_and_si512(v, _mm512_set1_epi32(static_cast<int>(0xFFFF0000u))));
+  }
+  static void deinterleave(const float* p, F& even, F& odd) {
+    const __m512 a = _mm512_loadu_ps(p), b = _mm512_loadu_ps(p + 16);
+    const __m512i ie = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    even = _mm512_permutex2var_ps(a, ie, b);
+    odd = _mm512_permutex2var_ps(a, _mm512_add_epi32(ie, _mm512_set1_epi32(1)), b);
+  }
   static F set1(float x) { return _mm512_set1_ps(x); }
   static F mul(F a, F b) { return _mm512_mul_ps(a, b); }
   static F add(F a, F b) { return _mm512_add_ps(a, b); }
@@ -78,8 +91,13 @@ struct V512 {
 
 }  // namespace
 
-void matmul_cols_avx512(const MatmulArgs& a, int64_t o_begin, int64_t o_end, float* panel) {
-  matmul_tile::matmul_cols<V512>(a, o_begin, o_end, panel);
+void matmul_cols_avx512(const MatmulArgs& a, int64_t o_begin, int64_t o_end, float* panel,
+                        const float* xpair) {
+  matmul_tile::matmul_cols<V512>(a, o_begin, o_end, panel, xpair);
+}
+
+void pair_x_avx512(const float* x, int64_t in, float* xp) {
+  matmul_tile::pair_x<V512>(x, in, xp);
 }
 
 void dequantize_packed_avx512(const PackedRow& r, int64_t n, float* out, int64_t step) {

@@ -36,6 +36,12 @@ struct VGeneric {
     for (int i = 0; i < 8; ++i) r.v[i] = f16_to_f32(p[i]);
     return r;
   }
+  static void load_bf16_pairs(const uint16_t* p, F& even, F& odd) {
+    for (int i = 0; i < 8; ++i) even.v[i] = bf16_to_f32(p[2 * i]), odd.v[i] = bf16_to_f32(p[2 * i + 1]);
+  }
+  static void deinterleave(const float* p, F& even, F& odd) {
+    for (int i = 0; i < 8; ++i) even.v[i] = p[2 * i], odd.v[i] = p[2 * i + 1];
+  }
   static F set1(float x) {
     F r;
     for (int i = 0; i < 8; ++i) r.v[i] = x;
@@ -67,8 +73,13 @@ struct VGeneric {
 
 }  // namespace
 
-void matmul_cols_generic(const MatmulArgs& a, int64_t o_begin, int64_t o_end, float* panel) {
-  matmul_tile::matmul_cols<VGeneric>(a, o_begin, o_end, panel);
+void matmul_cols_generic(const MatmulArgs& a, int64_t o_begin, int64_t o_end, float* panel,
+                         const float* xpair) {
+  matmul_tile::matmul_cols<VGeneric>(a, o_begin, o_end, panel, xpair);
+}
+
+void pair_x_generic(const float* x, int64_t in, float* xp) {
+  matmul_tile::pair_x<VGeneric>(x, in, xp);
 }
 
 void dequantize_packed_generic(const PackedRow& r, int64_t n, float* out, int64_t step) {

@@ -4,11 +4,14 @@
 //
 // V provides: F (vector of L floats), L, MR × NR (the register tile: MR x rows by NR weight rows), zero(),
 // load(const float*), store(float*, F), fma(a, b, acc) = a·b + acc, sum(F) (a fixed tree), and
-// load_bf16 / load_f16 (L elements widened to f32); for packed weights set1(float), mul, add and
+// load_bf16 / load_f16 (L elements widened to f32), load_bf16_pairs(p, even, odd) (2L bf16 elements: the even
+// ones and the odd ones widened, in order) and deinterleave(p, even, odd) (the same split of 2L floats); for
+// packed weights set1(float), mul, add and
 // unpack<B>(const uint8_t* p): the L B-bit values of the bit stream starting at byte p (L·B/8 bytes, read
 // exactly), as floats.
 #pragma once
 #include <emmintrin.h>
+#include <xmmintrin.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -52,12 +55,20 @@ inline __attribute__((always_inline)) typename V::F load_x_tail(const float* x, 
 // one zero-padded step. k0 is a multiple of L. Splitting [0, in) at multiples of L gives the same bits as one
 // call. Packed (a widened panel): w[j] points at row j's first L floats and the rows' k-steps interleave,
 // NR·L floats apart, zero-padded past `in`; else w[j] is a plain row.
-template <class V, WKind K, int MR, int NR, bool Packed = false>
+// Prefetch (rows read in place from memory: decode): each weight row's cache line kPrefetchBytes ahead is
+// asked for once, as the loop enters the line before it; no effect on the values.
+constexpr int64_t kPrefetchBytes = 512;
+
+template <class V, WKind K, int MR, int NR, bool Packed = false, bool Prefetch = false>
 inline __attribute__((always_inline)) void accumulate(typename V::F (&acc)[MR][NR], const float* const* x,
                                                       const char* const* w, int64_t k0, int64_t k1) {
   constexpr int64_t ks = Packed ? NR : 1;
+  constexpr int64_t es = w_elem_bytes<K>();
   const int64_t full = k1 - k1 % V::L;
   for (int64_t k = k0; k < full; k += V::L) {
+    if constexpr (Prefetch)
+      if ((k * es) % 64 == 0)
+        for (int j = 0; j < NR; ++j) _mm_prefetch(w[j] + k * es + kPrefetchBytes, _MM_HINT_T0);
     typename V::F wv[NR];
     for (int j = 0; j < NR; ++j) wv[j] = load_w<V, K>(w[j], k * ks);
     for (int i = 0; i < MR; ++i) {
@@ -82,15 +93,82 @@ inline __attribute__((always_inline)) void reduce(typename V::F (&acc)[MR][NR], 
     for (int j = 0; j < NR; ++j) out[i][j] = V::sum(acc[i][j]);
 }
 
-// out[i][j] = x[i] · w[j] over `in` elements, in the order matmul.h states.
+// out[i][j] = x[i] · w[j] over `in` elements, in the order matmul.h states (w rows in place, prefetched).
 template <class V, WKind K, int MR, int NR>
 inline __attribute__((always_inline)) void dot_tile(const float* const* x, const char* const* w, int64_t in,
                                                     float (&out)[MR][NR]) {
   typename V::F acc[MR][NR];
   for (int i = 0; i < MR; ++i)
     for (int j = 0; j < NR; ++j) acc[i][j] = V::zero();
-  accumulate<V, K, MR, NR>(acc, x, w, 0, in);
+  accumulate<V, K, MR, NR, false, true>(acc, x, w, 0, in);
   reduce<V, MR, NR>(acc, out);
+}
+
+// ---- bf16 weights: the pair order (matmul.h)
+
+// Floats of a row of x in the pair order: `in` rounded up to 2L (2L divides 32 on every ISA).
+inline int64_t pair_floats(int64_t in) {
+  return (in + 31) / 32 * 32;
+}
+
+// xp = x in the pair order: block b of 2L elements is [x[2Lb], x[2Lb + 2], … | x[2Lb + 1], x[2Lb + 3], …],
+// zeros past `in` up to pair_floats(in).
+template <class V>
+void pair_x(const float* x, int64_t in, float* xp) {
+  const int64_t full = in - in % (2 * V::L), n = pair_floats(in);
+  int64_t k = 0;
+  for (; k < full; k += 2 * V::L) {
+    typename V::F e, o;
+    V::deinterleave(x + k, e, o);
+    V::store(xp + k, e), V::store(xp + k + V::L, o);
+  }
+  for (; k < n; k += 2 * V::L) {
+    alignas(64) float tmp[2 * V::L] = {};
+    if (k < in) __builtin_memcpy(tmp, x + k, static_cast<size_t>((in - k) * 4));
+    typename V::F e, o;
+    V::deinterleave(tmp, e, o);
+    V::store(xp + k, e), V::store(xp + k + V::L, o);
+  }
+}
+
+// Elements [k, k + 2L) of a bf16 row split even/odd; n < 2L of them remain: zero-padded.
+template <class V>
+inline __attribute__((always_inline)) void load_pairs_tail(const char* row, int64_t k, int64_t n,
+                                                           typename V::F& e, typename V::F& o) {
+  alignas(64) uint16_t tmp[2 * V::L] = {};
+  __builtin_memcpy(tmp, row + k * 2, static_cast<size_t>(n * 2));
+  V::load_bf16_pairs(tmp, e, o);
+}
+
+// acc[i][j] += xp[i] · w[j] in the pair order over pair_floats(in) elements (w: bf16 rows in place, `in`
+// elements, zero-padded past them, prefetched; xp: pair_floats(in) floats a row): per block of 2L, the even
+// products, then the odd ones.
+template <class V, int MR, int NR>
+inline __attribute__((always_inline)) void accumulate_pairs(typename V::F (&acc)[MR][NR],
+                                                            const float* const* xp, const char* const* w,
+                                                            int64_t in) {
+  constexpr int64_t S = 2 * V::L;
+  const int64_t full = in - in % S;
+  for (int64_t k = 0; k < full; k += S) {
+    if ((k * 2) % 64 == 0)
+      for (int j = 0; j < NR; ++j) _mm_prefetch(w[j] + k * 2 + kPrefetchBytes, _MM_HINT_T0);
+    typename V::F we[NR], wo[NR];
+    for (int j = 0; j < NR; ++j)
+      V::load_bf16_pairs(reinterpret_cast<const uint16_t*>(w[j]) + k, we[j], wo[j]);
+    for (int i = 0; i < MR; ++i) {
+      typename V::F xe = V::load(xp[i] + k), xo = V::load(xp[i] + k + V::L);
+      for (int j = 0; j < NR; ++j) acc[i][j] = V::fma(xo, wo[j], V::fma(xe, we[j], acc[i][j]));
+    }
+  }
+  // the rest up to pair_floats(in) zero-padded, as the panel path's blocks are
+  for (int64_t k = full; k < pair_floats(in); k += S) {
+    typename V::F we[NR], wo[NR];
+    for (int j = 0; j < NR; ++j) load_pairs_tail<V>(w[j], k, k < in ? in - k : 0, we[j], wo[j]);
+    for (int i = 0; i < MR; ++i) {
+      typename V::F xe = V::load(xp[i] + k), xo = V::load(xp[i] + k + V::L);
+      for (int j = 0; j < NR; ++j) acc[i][j] = V::fma(xo, wo[j], V::fma(xe, we[j], acc[i][j]));
+    }
+  }
 }
 
 // Pointers to rows [first, first + count) padded to N by repeating the last row (its results are dropped).
@@ -112,29 +190,39 @@ inline __attribute__((always_inline)) void write_tile(const MatmulArgs& a, const
 
 // Rows [t0, t0 + rows) × weight rows [o0, o0 + cols), rows ≤ MR, cols ≤ NR, read in place. Missing rows and
 // columns repeat the last real one (their results are dropped), so every tile runs the same code and order.
+// bf16 weights: x from xpair (pair_x's rows, pair_floats(in) apart), in the pair order.
 template <class V, WKind K, int MR>
 inline __attribute__((always_inline)) void tile(const MatmulArgs& a, int64_t t0, int64_t rows, int64_t o0,
-                                                int64_t cols) {
+                                                int64_t cols, const float* xpair) {
   constexpr int NR = V::NR;
   const float* xp[MR];
   const char* wp[NR];
-  row_ptrs<MR>(xp, a.x, a.x_row_bytes, t0, rows);
   row_ptrs<NR>(wp, a.w, a.w_row_bytes, o0, cols);
   float out[MR][NR];
-  dot_tile<V, K, MR, NR>(xp, wp, a.in, out);
+  if constexpr (K == WKind::bf16) {
+    row_ptrs<MR>(xp, reinterpret_cast<const char*>(xpair), pair_floats(a.in) * 4, t0, rows);
+    typename V::F acc[MR][NR];
+    for (int i = 0; i < MR; ++i)
+      for (int j = 0; j < NR; ++j) acc[i][j] = V::zero();
+    accumulate_pairs<V, MR, NR>(acc, xp, wp, a.in);
+    reduce<V, MR, NR>(acc, out);
+  } else {
+    row_ptrs<MR>(xp, a.x, a.x_row_bytes, t0, rows);
+    dot_tile<V, K, MR, NR>(xp, wp, a.in, out);
+  }
   write_tile<MR, NR>(a, out, t0, rows, o0, cols);
 }
 
 // Decode (few rows): output columns [o_begin, o_end) for every row, weights read in place and widened in
 // registers. Columns outer, rows inner: NR weight rows stay in L1 while every x row passes over them.
 template <class V, WKind K>
-void block(const MatmulArgs& a, int64_t o_begin, int64_t o_end) {
+void block(const MatmulArgs& a, int64_t o_begin, int64_t o_end, const float* xpair) {
   for (int64_t o0 = o_begin; o0 < o_end; o0 += V::NR) {
     const int64_t cols = o_end - o0 < V::NR ? o_end - o0 : V::NR;
     int64_t t0 = 0, rest = a.T;
-    for (; rest >= V::MR; t0 += V::MR, rest -= V::MR) tile<V, K, V::MR>(a, t0, V::MR, o0, cols);
-    for (; rest >= 2; t0 += 2, rest -= 2) tile<V, K, 2>(a, t0, 2, o0, cols);
-    if (rest == 1) tile<V, K, 1>(a, t0, 1, o0, cols);
+    for (; rest >= V::MR; t0 += V::MR, rest -= V::MR) tile<V, K, V::MR>(a, t0, V::MR, o0, cols, xpair);
+    for (; rest >= 2; t0 += 2, rest -= 2) tile<V, K, 2>(a, t0, 2, o0, cols, xpair);
+    if (rest == 1) tile<V, K, 1>(a, t0, 1, o0, cols, xpair);
   }
 }
 
@@ -189,17 +277,21 @@ void kblocked(const MatmulArgs& a, const float* panel, int64_t in_pad, int64_t o
 
 // Prefill: the columns go a panel of kMatmulPanelRows weight rows at a time. Each panel is copied as f32
 // (widened when bf16/f16) and packed for the tile: group g of NR rows is one block of NR·in_pad floats in
-// which row j's k-step s sits at s·NR·L + j·L, zeros past `in` and in rows past the panel's end. The values
-// and order are those of the in-register path, so both paths give the same bits.
+// which row j's k-step s sits at s·NR·L + j·L, zeros past `in` and in rows past the panel's end. bf16 rows
+// are copied in the pair order (k-step 2b: block b's even elements, 2b + 1: its odd ones) and the tile walks
+// xpair: the products and the order of the in-register path, so both paths give the same bits.
 template <class V, WKind K>
-void cols(const MatmulArgs& a, int64_t o_begin, int64_t o_end, float* panel) {
+void cols(const MatmulArgs& a, int64_t o_begin, int64_t o_end, float* panel, const float* xpair) {
   if (panel == nullptr) {
-    block<V, K>(a, o_begin, o_end);
+    block<V, K>(a, o_begin, o_end, xpair);
     return;
   }
   static_assert(kMatmulPanelRows % V::NR == 0);
-  const int64_t in_pad = (a.in + 15) / 16 * 16;
+  constexpr bool pairs = K == WKind::bf16;
+  const int64_t in_pad = pairs ? pair_floats(a.in) : (a.in + 15) / 16 * 16;
   const int64_t full = a.in - a.in % V::L;
+  MatmulArgs b = a;  // the panel kernel's view: x in the pair order for bf16
+  if constexpr (pairs) b.x = reinterpret_cast<const char*>(xpair), b.x_row_bytes = in_pad * 4, b.in = in_pad;
   for (int64_t p = o_begin; p < o_end; p += kMatmulPanelRows) {
     const int64_t p_end = o_end - p < kMatmulPanelRows ? o_end : p + kMatmulPanelRows;
     const int64_t rows = (p_end - p + V::NR - 1) / V::NR * V::NR;
@@ -210,14 +302,26 @@ void cols(const MatmulArgs& a, int64_t o_begin, int64_t o_end, float* panel) {
         continue;
       }
       const char* row = a.w + (p + r) * a.w_row_bytes;
-      for (int64_t k = 0; k < in_pad; k += V::L) {
-        typename V::F v = k < full   ? load_w<V, K>(row, k)
-                          : k < a.in ? load_w_tail<V, K>(row, k, a.in - k)
-                                     : V::zero();
-        V::store(dst + k * V::NR, v);
+      if constexpr (pairs) {
+        for (int64_t k = 0; k < in_pad; k += 2 * V::L) {
+          typename V::F e = V::zero(), o = V::zero();
+          if (k + 2 * V::L <= a.in)
+            V::load_bf16_pairs(reinterpret_cast<const uint16_t*>(row) + k, e, o);
+          else if (k < a.in)
+            load_pairs_tail<V>(row, k, a.in - k, e, o);
+          V::store(dst + k * V::NR, e);
+          V::store(dst + (k + V::L) * V::NR, o);
+        }
+      } else {
+        for (int64_t k = 0; k < in_pad; k += V::L) {
+          typename V::F v = k < full   ? load_w<V, K>(row, k)
+                            : k < a.in ? load_w_tail<V, K>(row, k, a.in - k)
+                                       : V::zero();
+          V::store(dst + k * V::NR, v);
+        }
       }
     }
-    kblocked<V>(a, panel, in_pad, p, p_end);
+    kblocked<V>(b, panel, in_pad, p, p_end);
   }
 }
 
@@ -412,17 +516,17 @@ void cols_packed(const MatmulArgs& a, int64_t o_begin, int64_t o_end, float* pan
 }
 
 template <class V>
-void matmul_cols(const MatmulArgs& a, int64_t o_begin, int64_t o_end, float* panel) {
+void matmul_cols(const MatmulArgs& a, int64_t o_begin, int64_t o_end, float* panel, const float* xpair) {
   if (a.w_bits > 0) return cols_packed<V>(a, o_begin, o_end, panel);
   switch (a.w_dtype) {
     case DType::bf16:
-      cols<V, WKind::bf16>(a, o_begin, o_end, panel);
+      cols<V, WKind::bf16>(a, o_begin, o_end, panel, xpair);
       break;
     case DType::f16:
-      cols<V, WKind::f16>(a, o_begin, o_end, panel);
+      cols<V, WKind::f16>(a, o_begin, o_end, panel, nullptr);
       break;
     default:
-      cols<V, WKind::f32>(a, o_begin, o_end, panel);
+      cols<V, WKind::f32>(a, o_begin, o_end, panel, nullptr);
       break;
   }
 }
