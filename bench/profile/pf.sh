@@ -4,7 +4,7 @@ set -u
 name=$1; model=$2; len=$3; gen=$4
 cd "$(dirname "$0")/../.."
 out=${OUT:-/tmp/cpuprof}/pf_$name; mkdir -p $out; : > $out/log
-./build/keel bench --random-weights -m $model --prompt-lengths $len --gen $gen -t 2 --json $out/bench.json > $out/log 2>&1 &
+${KEEL:-./build/keel} bench --random-weights ${KEEL_ARGS:-} -m $model --prompt-lengths $len --gen $gen -t 2 --json $out/bench.json > $out/log 2>&1 &
 kpid=$!
 while ! grep -q "loaded" $out/log; do sleep 0.2; done
 perf record -e cpu-clock -F 999 -p $kpid -o $out/perf.data > $out/perf.log 2>&1 &
