@@ -117,7 +117,7 @@ BENCHMARK(BM_Matmul)
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 
-// The Qwen3-0.6B shape's MLP matrix (1024 → 3072, 6 MB bf16) and its lm_head slice per thread, 64 copies.
+// The Qwen3-0.6B shape's MLP matrices (gate/up 1024 → 3072 and down 3072 → 1024, 6 MB bf16 each), 64 copies.
 BENCHMARK(BM_DecodeStream)
     ->Name("DecodeStream")
     ->ArgNames({"in", "out", "copies", "threads"})

@@ -244,10 +244,9 @@ struct AttentionArgs {
   int64_t o_st = 0, o_sh = 0;
 };
 
-// ---- conversion (the KV cache's rows)
-// ---------------------------------------------------------------------- dst[i] = src[i] in dst_dtype, i < n,
-// both contiguous: f16 is IEEE binary16 rounded to nearest even (past ±65504 to ±inf, NaN stays NaN); f32 is
-// a copy.
+// ---- conversion (the KV cache's rows) ---------------------------------------------------------------------
+// dst[i] = src[i] in dst_dtype, i < n, both contiguous: f16 is IEEE binary16 rounded to nearest even (past
+// ±65504 to ±inf, NaN stays NaN); f32 is a copy.
 struct ConvertArgs {
   const float* src = nullptr;
   void* dst = nullptr;
