@@ -19,12 +19,11 @@
 #            the median decode step launch by launch) of keel bench on
 #            the two seed shapes cut to one period of their layer pattern (MEMEM* and three DeltaNet + one
 #            attention; 1024-token prompt, 8 decode steps), beside the same bench's wall time without ncu
-#   nsys     Nsight Systems' timeline of keel bench on the whole Nemotron-H 30B-A3B shape (1K prompt, 32 decode
-#            steps): the median decode step's wall time, kernel time, idle time and gaps (tools/nsys_steps.py)
 #   ab       the change under test against its base on the whole Nemotron-H 30B-A3B shape, interleaved
 #            (bench/compare.py keel, 3 rounds): the base is this tree with the files under .ab/base put back
 #            (make them here: for f in $(git diff --name-only BASE -- src); do mkdir -p .ab/base/$(dirname $f);
-#            git show BASE:$f > .ab/base/$f; done; carry .ab), built as /tmp/ab-base/build-base
+#            git show BASE:$f > .ab/base/$f; done; carry .ab), built as /tmp/ab-base/build-base; AB_RUNS
+#            (default 3) and AB_LENGTHS (default 1024,16384) change the rounds and prompt lengths
 #   mlxref   tools/make_mlx_reference.py: transformers on the MLX test folders' dequantized twins, written to
 #            tests/fixtures/<family>/mlx_reference.safetensors (copies in LOGDIR)
 #   all      gpu ops model server soak
@@ -108,19 +107,6 @@ for n, x in (('nh6', c), ('q4', d)):
     python3 tools/ncu_steps.py --launches "$L/ncu_$n.csv" || return 1
   done
 }
-nsys_phase() {
-  local nsys
-  nsys=$(command -v nsys || ls /opt/nvidia/nsight-systems/*/bin/nsys /usr/local/cuda/bin/nsys 2>/dev/null | head -n 1)
-  [ -n "$nsys" ] || { echo "no nsys on this machine"; return 1; }
-  for m in nemotron_h_30b_a3b qwen3_5_35b_a3b; do
-    "$nsys" profile -t cuda -o "/tmp/nsys_$m" --force-overwrite true "$B/keel" bench --device cuda \
-      --random-weights -m "bench/$m" --prompt-lengths 1024 --gen 32 >/dev/null || return 1
-    "$nsys" stats --report cuda_gpu_trace --format csv --output "/tmp/nsys_$m" "/tmp/nsys_$m.nsys-rep" \
-      >/dev/null || return 1
-    echo "== $m"
-    python3 tools/nsys_steps.py "/tmp/nsys_${m}_cuda_gpu_trace.csv" || return 1
-  done
-}
 ab() {
   [ -d .ab/base ] || { echo "no .ab/base (carry .ab)"; return 1; }
   if [ ! -x /tmp/ab-base/build-base/keel ]; then
@@ -135,14 +121,15 @@ ab() {
       --target keel >/dev/null || return 1
   fi
   python3 bench/compare.py keel --a "$B/keel" --b /tmp/ab-base/build-base/keel -m bench/nemotron_h_30b_a3b \
-    --random-weights --device cuda --prompt-lengths 1024,16384 --gen 32 --prefill-chunk-size 4096 --runs 3 \
+    --random-weights --device cuda --prompt-lengths "${AB_LENGTHS:-1024,16384}" --gen 32 --prefill-chunk-size 4096 \
+    --runs "${AB_RUNS:-3}" \
     --out "$L/ab.json"
 }
 mlxref() {
   python3 tools/make_mlx_reference.py --out tests/fixtures &&
     for f in tests/fixtures/*/mlx_reference.safetensors; do cp "$f" "$L/$(basename "$(dirname "$f")")_mlx_reference.safetensors"; done
 }
-export -f shape_bench shapes full quant profile nsys_phase ab mlxref
+export -f shape_bench shapes full quant profile ab mlxref
 export L
 export B
 status=0
@@ -161,7 +148,6 @@ for p in "$@"; do
     quant) phase quant 400 quant ;;
     profile) phase profile 400 profile ;;
     ab) phase ab 500 ab ;;
-    nsys) phase nsys 400 nsys_phase ;;
     mlxref) phase mlxref 400 mlxref ;;
     *) echo "unknown phase $p" >&2; exit 2 ;;
   esac

@@ -64,6 +64,10 @@ TEST(Attention, MatchesReference) {
       {1, 8, 2, 128, 128, 3000},
       {16, 4, 2, 64, 48, 1500},
       {5, 16, 2, 256, 256, 700},
+      // prefill chunks of several 64-row blocks over a long cache (CUDA: the tensor-core kernel), the last
+      // block part-full; head_dim 256 (two value slabs on CUDA)
+      {200, 4, 2, 128, 128, 1000},
+      {130, 4, 1, 256, 256, 300},
   };
   for (OpBackend* ob : op_backends()) {
     SCOPED_TRACE(ob->name);

@@ -6,6 +6,9 @@
 // reads KV head h / (n_q / n_kv). Per tile, as the CPU: m' = max(m, tile max), α = e^{m − m'},
 // p_j = e^{s_j − m'}, l ← α·l + Σp, o ← α·o + Σ p_j·v_j; at the end o / l (times 1/l). Nothing of size T ×
 // kv_len exists anywhere.
+// Steps of one key run with head_dim ≤ 256 (prefill, and decode over short caches) take the same math on the
+// tensor cores (mma_attention_kernel below: q, k, v and p in three bf16 parts each); the f32 kernel here is
+// its reference and takes wider heads and the split runs of misaligned rows.
 // Split keys (flash-decoding) for steps of one query tile (T ≤ kRows: decode) over a long cache (≥
 // 2·kMinSplitTiles tiles; shorter caches keep one run, whose result is bitwise the one-shot prefill's): where
 // the rows are float4-aligned, decode_kernel below (a warp per 32 keys, one block per row, head and run),
@@ -20,6 +23,7 @@
 #include <algorithm>
 
 #include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/device_util.cuh"
 #include "backend/cuda/mixer_util.cuh"
 #include "core/tensor.h"
 
@@ -205,6 +209,230 @@ __global__ void __launch_bounds__(kThreads)
       if (c < Dv) o[c] = acc[k][r] * inv;
     }
   }
+}
+
+// ---- prefill on the tensor cores -------------------------------------------------------------------------
+// Steps that take one key run (every step but a split decode), head_dim ≤ kMmaMaxD: the tile kernel's math
+// (the same 64-key tiles at absolute boundaries, the same online-softmax step per tile) with both products
+// on the tensor cores (mma.sync m16n8k16, f32 accumulation). Reference: attention_kernel above and
+// ops/reference. Every f32 operand (q, k, v and the probabilities p) is carried by three bf16 parts (hi +
+// mid + lo, device_util.cuh) and each product is the sum of the six part products of significance ≥ 2^-16
+// (hi·hi, hi·mid, mid·hi, hi·lo, mid·mid, lo·hi; the three left out are below 2^-24 of it), 16 terms at a
+// time on the tensor cores, those sums added in f32: the f32 kernel's products at six times the
+// tensor-core work. One block per (64 query positions, query head, slab
+// of ≤ 128 value columns): four warps, 16 rows each, scores and probabilities in the warps' registers (the
+// C fragment of q·kᵀ is the A fragment of p·v), Q's parts in shared memory for the whole key loop, K and V
+// staged in halves of kSub keys as parts. A row's result depends on its own q and keys only (its tiles are
+// those at or before its position plus, in a warp whose rows straddle a tile boundary, tiles it sees
+// nothing of, which leave m, l and o as they are): lone rows, chunks and one shot give the same bits.
+// Value heads wider than a slab recompute the scores per slab (Dv 256: 1.5× one block's products).
+constexpr int kMmaRows = 64;   // query positions per block: kWarps warps × 16
+constexpr int kMmaSlab = 128;  // value columns per block at most (grid z: ⌈Dv / kMmaSlab⌉)
+constexpr int kMmaMaxD = 256;  // head_dim of the tensor-core path at most (the tile kernel takes the rest)
+constexpr int kParts = 3;      // bf16 parts per f32 operand
+constexpr int kSlabFrags = kMmaSlab / 8;  // C fragments (16 rows × 8 columns) of a warp's output slab
+
+// Shared rows in bf16: D rounded up to 16 (zeros past D: exact zero products) and the slab's columns rounded
+// up to 16, each row 8 longer so ldmatrix's eight 16-byte rows fall in distinct banks.
+struct MmaShape {
+  int Dp, ldq, ldkv;
+};
+MmaShape mma_shape(const AttentionArgs& a) {
+  const int Dp = static_cast<int>((a.D + 15) / 16 * 16);
+  const int Wp = static_cast<int>((std::min<int64_t>(a.Dv, kMmaSlab) + 15) / 16 * 16);
+  return {Dp, Dp + 8, std::max(Dp, Wp) + 8};
+}
+// Q's parts [kParts][kMmaRows][ldq], then one K or V stage's parts [kParts][kSub][ldkv].
+int64_t mma_shared_bytes(const MmaShape& s) {
+  return 2 * kParts * (int64_t{kMmaRows} * s.ldq + int64_t{kSub} * s.ldkv);
+}
+
+// Elements (x0, x1) as the pair at [part][e] of `n`-element part arrays `dst` (e even).
+__device__ __forceinline__ void store_parts(__nv_bfloat16* dst, int64_t n, int64_t e, float x0, float x1) {
+#pragma unroll
+  for (int p = 0; p < kParts; ++p) {
+    const __nv_bfloat16 h0 = cuda::next_bf16_part(x0), h1 = cuda::next_bf16_part(x1);
+    *reinterpret_cast<uint32_t*>(dst + p * n + e) = cuda::pack_bf16(h0, h1);
+  }
+}
+
+// f(a, b) for the part pairs of the six products kept, smallest first: the tensor cores truncate each sum
+// to the accumulator's precision (they do not round), so the small terms are summed before the large one
+// lands, and each 16-term step starts from zero and is added to the running f32 sum (rounded) by the caller.
+template <class F>
+__device__ __forceinline__ void six_products(F f) {
+  f(2, 0), f(1, 1), f(0, 2), f(1, 0), f(0, 1), f(0, 0);
+}
+
+__global__ void __launch_bounds__(kThreads) mma_attention_kernel(const AttentionArgs a, const MmaShape sh) {
+  extern __shared__ uint4 smem_u4[];
+  __nv_bfloat16* Qs = reinterpret_cast<__nv_bfloat16*>(smem_u4);  // [kParts][kMmaRows][ldq]
+  __nv_bfloat16* KV = Qs + kParts * kMmaRows * sh.ldq;            // [kParts][kSub][ldkv]
+  const int64_t q_part = int64_t{kMmaRows} * sh.ldq, kv_part = int64_t{kSub} * sh.ldkv;
+  const int64_t h = blockIdx.x % a.n_q, i0 = blockIdx.x / a.n_q * kMmaRows;
+  const int64_t c0 = static_cast<int64_t>(blockIdx.z) * kMmaSlab;  // the slab's first value column
+  const int W = static_cast<int>(a.Dv - c0 < kMmaSlab ? a.Dv - c0 : kMmaSlab), Wp = (W + 15) / 16 * 16;
+  const int rows = static_cast<int>(a.T - i0 < kMmaRows ? a.T - i0 : kMmaRows);
+  const int64_t hk = h / (a.n_q / a.n_kv);
+  const float* K = static_cast<const float*>(a.k) + hk * a.k_sh;       // key j at K + j·k_st, [D]
+  const float* V = static_cast<const float*>(a.v) + hk * a.v_sh + c0;  // value j's slab at V + j·v_st
+  const int tid = threadIdx.x, warp = tid / kWarp, lane = tid % kWarp, g = lane / 4, i = lane % 4;
+  const int Dp = sh.Dp, half_d = Dp / 2;
+  for (int64_t e = tid; e < int64_t{kMmaRows} * half_d; e += kThreads) {
+    const int r = static_cast<int>(e / half_d), d = static_cast<int>(e % half_d) * 2;
+    const float* q = a.q + (i0 + r) * a.q_st + h * a.q_sh;
+    const bool live = r < rows;
+    store_parts(Qs, q_part, int64_t{r} * sh.ldq + d, live && d < a.D ? q[d] : 0.0f,
+                live && d + 1 < a.D ? q[d + 1] : 0.0f);
+  }
+  const int w0 = warp * 16;  // the warp's first row in the block
+  const int64_t first = a.offset + i0;
+  // the warp's last live row's position (the warp computes tiles up to it), and the block's
+  const int64_t warp_last = first + (rows < w0 + 16 ? rows : w0 + 16) - 1, keys_end = first + rows;
+  const bool warp_live = w0 < rows;
+  float o[kSlabFrags][4] = {};                     // o[i0 + w0 + g (+8), h, c0 + 8n + 2i (+1)], unnormalized
+  float m[2] = {kNegInf, kNegInf}, l[2] = {0, 0};  // rows w0 + g and w0 + g + 8
+  // ldmatrix row addresses of this lane: A (and non-transposed B) fragments
+  const int a_row = (lane % 8) + 8 * ((lane / 8) % 2), a_col = 8 * (lane / 16);
+  const int b_row = (lane % 8) + 8 * (lane / 16), b_col = 8 * ((lane / 8) % 2);
+  for (int64_t k0 = 0; k0 < keys_end; k0 += kKeyTile) {
+    const int64_t k1 = k0 + kKeyTile < keys_end ? k0 + kKeyTile : keys_end;
+    const bool computes = warp_live && k0 <= warp_last;  // uniform over the warp
+    float s[kKeyTile / 8][4] = {};                       // scores: fragment f holds keys k0 + 8f + 2i (+1)
+    for (int half = 0; half < kKeyTile / kSub; ++half) {
+      const int64_t kb = k0 + half * kSub;
+      __syncthreads();  // the stage is free
+      for (int64_t e = tid; e < int64_t{kSub} * half_d; e += kThreads) {
+        const int j = static_cast<int>(e / half_d), d = static_cast<int>(e % half_d) * 2;
+        const float* kr = K + (kb + j) * a.k_st;
+        const bool live = kb + j < k1;
+        store_parts(KV, kv_part, int64_t{j} * sh.ldkv + d, live && d < a.D ? kr[d] : 0.0f,
+                    live && d + 1 < a.D ? kr[d + 1] : 0.0f);
+      }
+      __syncthreads();
+      if (!computes) continue;
+      for (int kk = 0; kk < Dp; kk += 16) {
+        uint32_t qa[kParts][4];
+#pragma unroll
+        for (int p = 0; p < kParts; ++p)
+          cuda::ldmatrix_x4<false>(qa[p], Qs + p * q_part + (w0 + a_row) * sh.ldq + kk + a_col);
+#pragma unroll
+        for (int f = 0; f < kSub / 8; f += 2) {  // keys kb + 8f … + 15: fragments f, f + 1
+          uint32_t kf[kParts][4];                // (f: b0, b1), (f + 1: b0, b1)
+#pragma unroll
+          for (int p = 0; p < kParts; ++p)
+            cuda::ldmatrix_x4<false>(kf[p], KV + p * kv_part + (8 * f + b_row) * sh.ldkv + kk + b_col);
+          float t0[4] = {}, t1[4] = {};  // this k step's 16 terms, added to the scores in f32
+          six_products([&](int pa, int pb) {
+            cuda::mma_bf16(t0, qa[pa], kf[pb][0], kf[pb][1]);
+            cuda::mma_bf16(t1, qa[pa], kf[pb][2], kf[pb][3]);
+          });
+          float(&s0)[4] = s[half * (kSub / 8) + f];
+          float(&s1)[4] = s[half * (kSub / 8) + f + 1];
+#pragma unroll
+          for (int c = 0; c < 4; ++c) s0[c] += t0[c], s1[c] += t1[c];
+        }
+      }
+    }
+    // The online softmax of rows w0 + g (c = 0, 1) and w0 + g + 8 (c = 2, 3): a quad's four lanes hold a
+    // row's 64 scores.
+    float al[2] = {1, 1};
+    if (computes) {
+#pragma unroll
+      for (int hr = 0; hr < 2; ++hr) {
+        const int r = w0 + g + 8 * hr;
+        float mx = kNegInf;
+#pragma unroll
+        for (int f = 0; f < kKeyTile / 8; ++f)
+#pragma unroll
+          for (int c = 2 * hr; c < 2 * hr + 2; ++c) {
+            const int64_t key = k0 + 8 * f + 2 * i + (c & 1);
+            const bool seen = r < rows && key < k1 && key <= first + r;
+            s[f][c] = seen ? s[f][c] * a.scale : kNegInf;
+            mx = fmaxf(mx, s[f][c]);
+          }
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+        float sum = 0;
+        if (mx != kNegInf) {  // the row sees a key of this tile
+          const float m_new = fmaxf(m[hr], mx);
+          al[hr] = expf(m[hr] - m_new);  // 0 on the row's first tile (m = −inf)
+#pragma unroll
+          for (int f = 0; f < kKeyTile / 8; ++f)
+#pragma unroll
+            for (int c = 2 * hr; c < 2 * hr + 2; ++c) {
+              s[f][c] = expf(s[f][c] - m_new);  // 0 for a masked key
+              sum += s[f][c];
+            }
+          m[hr] = m_new;
+        } else {
+#pragma unroll
+          for (int f = 0; f < kKeyTile / 8; ++f) s[f][2 * hr] = s[f][2 * hr + 1] = 0;
+        }
+        sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+        sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+        l[hr] = l[hr] * al[hr] + sum;
+      }
+#pragma unroll
+      for (int n = 0; n < kSlabFrags; ++n)
+        o[n][0] *= al[0], o[n][1] *= al[0], o[n][2] *= al[1], o[n][3] *= al[1];
+    }
+    // o += p · v, the values staged like the keys (columns c0 … c0 + Wp of the slab).
+    for (int half = 0; half < kKeyTile / kSub; ++half) {
+      const int64_t kb = k0 + half * kSub;
+      const int half_w = Wp / 2;
+      __syncthreads();  // the stage is free (the keys' products are done)
+      for (int64_t e = tid; e < int64_t{kSub} * half_w; e += kThreads) {
+        const int j = static_cast<int>(e / half_w), c = static_cast<int>(e % half_w) * 2;
+        const float* vr = V + (kb + j) * a.v_st;
+        const bool live = kb + j < k1;
+        store_parts(KV, kv_part, int64_t{j} * sh.ldkv + c, live && c < W ? vr[c] : 0.0f,
+                    live && c + 1 < W ? vr[c + 1] : 0.0f);
+      }
+      __syncthreads();
+      if (!computes) continue;
+#pragma unroll
+      for (int ks = 0; ks < kSub / 16; ++ks) {     // keys kb + 16·ks … + 15
+        const int f = half * (kSub / 8) + 2 * ks;  // their score fragments f, f + 1
+        uint32_t pa[kParts][4];
+        {
+          float x[4][2] = {
+              {s[f][0], s[f][1]}, {s[f][2], s[f][3]}, {s[f + 1][0], s[f + 1][1]}, {s[f + 1][2], s[f + 1][3]}};
+#pragma unroll
+          for (int p = 0; p < kParts; ++p)
+#pragma unroll
+            for (int q = 0; q < 4; ++q) {
+              const __nv_bfloat16 lo = cuda::next_bf16_part(x[q][0]), hi = cuda::next_bf16_part(x[q][1]);
+              pa[p][q] = cuda::pack_bf16(lo, hi);
+            }
+        }
+#pragma unroll
+        for (int n = 0; n < kSlabFrags; n += 2) {  // columns 8n … 8n + 15
+          if (8 * n >= Wp) break;
+          uint32_t vf[kParts][4];  // (n: b0, b1), (n + 1: b0, b1)
+#pragma unroll
+          for (int p = 0; p < kParts; ++p)
+            cuda::ldmatrix_x4<true>(vf[p], KV + p * kv_part + (16 * ks + a_row) * sh.ldkv + 8 * n + a_col);
+          float t0[4] = {}, t1[4] = {};  // these 16 keys' terms, added to o in f32
+          six_products([&](int pp, int pv) {
+            cuda::mma_bf16(t0, pa[pp], vf[pv][0], vf[pv][1]);
+            cuda::mma_bf16(t1, pa[pp], vf[pv][2], vf[pv][3]);
+          });
+#pragma unroll
+          for (int c = 0; c < 4; ++c) o[n][c] += t0[c], o[n + 1][c] += t1[c];
+        }
+      }
+    }
+  }
+  if (!warp_live) return;
+  const float inv[2] = {1.0f / l[0], 1.0f / l[1]};
+#pragma unroll
+  for (int n = 0; n < kSlabFrags; ++n)
+#pragma unroll
+    for (int c = 0; c < 4; ++c) {
+      const int r = w0 + g + (c >= 2 ? 8 : 0), col = 8 * n + 2 * i + (c & 1);
+      if (r < rows && col < W) a.out[(i0 + r) * a.o_st + h * a.o_sh + c0 + col] = o[n][c] * inv[c >= 2];
+    }
 }
 
 // ---- decode: few query rows, a warp per 32 keys ---------------------------------------------------------
@@ -406,6 +634,16 @@ void CudaBackend::attention(const AttentionArgs& a) {
       combine_kernel<<<static_cast<unsigned>(a.T * a.n_q), kThreads, 0, stream()>>>(a, ds.runs, runs_out);
       cuda::check(cudaGetLastError(), "attention combine launch");
     }
+    return;
+  }
+  if (sp.runs == 1 && a.D <= kMmaMaxD) {
+    const MmaShape sh = mma_shape(a);
+    const int64_t smem = mma_shared_bytes(sh);
+    cuda::mixer::allow_shared(mma_attention_kernel, smem, "attention shared memory");
+    const dim3 grid(cuda::mixer::grid_blocks((a.T + kMmaRows - 1) / kMmaRows * a.n_q, "attention"), 1,
+                    static_cast<unsigned>((a.Dv + kMmaSlab - 1) / kMmaSlab));
+    mma_attention_kernel<<<grid, kThreads, static_cast<size_t>(smem), stream()>>>(a, sh);
+    cuda::check(cudaGetLastError(), "attention (tensor cores) launch");
     return;
   }
   const int64_t blocks = (a.T + kRows - 1) / kRows * a.n_q, smem = shared_bytes(a);

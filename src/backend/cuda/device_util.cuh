@@ -1,13 +1,15 @@
 // Device helpers shared by the CUDA kernel families (backend/cuda/*.cu): widening loads of stored
 // f32/bf16/f16 values, readers for ParamVec / NormWeight (whose data is a DEVICE pointer here; ParamVec::at
 // is host-only), the MLX packed-element reader matmul.cu and embedding.cu share, block reductions, and the
-// host-side grid arithmetic every launch uses. Included only by .cu files.
+// host-side grid arithmetic every launch uses, and the tensor-core pieces (bf16 parts of an f32 value, the
+// m16n8k16 mma, ldmatrix) matmul.cu and attention.cu share. Included only by .cu files.
 //
 // Rounding: the CPU kernels are compiled without FMA contraction of a·b + c (no -mfma on the generic
 // objects), nvcc contracts by default; where the CPU rounds a product before a sum, the kernels here say so
 // with __fmul_rn / __fadd_rn (which nvcc never fuses), so both give the same bits where the CPU's math is
 // scalar.
 #pragma once
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -142,6 +144,54 @@ __device__ inline float block_max(float v) {
   float m = part[0];
   for (unsigned w = 1; w < blockDim.x / 32; ++w) m = part[w] > m ? part[w] : m;
   return m;
+}
+
+// ---- tensor cores (sm_80+: mma.sync m16n8k16 bf16, ldmatrix) ---------------------------------------------
+// An f32 x is carried exactly by three bf16 parts x = hi + mid + lo, each the rounding of what the earlier
+// parts leave (x's 24 significant bits; every difference exact in f32), so Σ over parts of bf16 products
+// with f32 accumulation gives f32-grade products on the tensor cores.
+
+// The next bf16 part of x: the rounding of what the earlier parts leave in `rest`, which keeps the remainder.
+__device__ __forceinline__ __nv_bfloat16 next_bf16_part(float& rest) {
+  const __nv_bfloat16 h = __float2bfloat16_rn(rest);
+  rest -= __bfloat162float(h);
+  return h;
+}
+
+// d += a·b for one m16n8k16 fragment (bf16 in, f32 accumulation). Fragment layouts (PTX ISA): lane 4·g + i
+// holds A rows g, g + 8 at k 2i, 2i + 1 (a0, a1) and 2i + 8, 2i + 9 (a2, a3); B column g at k 2i, 2i + 1
+// (b0) and 2i + 8, 2i + 9 (b1); C rows g (d0, d1) and g + 8 (d2, d3) at columns 2i, 2i + 1. In each 32-bit
+// register the lower k (or column) sits in the low half.
+__device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// Four 8×8 bf16 matrices from shared memory: lanes 8·j … 8·j + 7 give the 16-byte-aligned addresses of
+// matrix j's eight rows; lane 4·g + i receives row g's elements 2i, 2i + 1 of each (r[j]), or with kTrans
+// column g's elements at rows 2i, 2i + 1.
+template <bool kTrans>
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* row) {
+  const auto addr = static_cast<uint32_t>(__cvta_generic_to_shared(row));
+  if constexpr (kTrans)
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr)
+                 : "memory");
+  else
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr)
+                 : "memory");
+}
+
+// Two floats as one bf16x2 register (lo in the low half).
+__device__ __forceinline__ uint32_t pack_bf16(__nv_bfloat16 lo, __nv_bfloat16 hi) {
+  return static_cast<uint32_t>(__bfloat16_as_ushort(lo)) | static_cast<uint32_t>(__bfloat16_as_ushort(hi))
+                                                               << 16;
 }
 
 // ---- launch arithmetic (host) -----------------------------------------------------------------------------

@@ -33,6 +33,8 @@ namespace {
 
 using cuda::check_cublas;
 using cuda::load_widened;
+using cuda::mma_bf16;
+using cuda::next_bf16_part;
 using cuda::packed_weight;
 
 constexpr int64_t kGemvRows = 8;
@@ -356,22 +358,7 @@ __global__ void tiled_kernel(const MatmulArgs a) {
 constexpr int kMmaM = 64, kMmaN = 128, kMmaK = 32;
 constexpr int kSplitParts = 3;  // bf16 parts of x (the tiles here and the cuBLAS path below)
 
-// The next bf16 part of x: the rounding of what the earlier parts leave in `rest`, which keeps the remainder
-// (exact in f32).
-__device__ __forceinline__ __nv_bfloat16 next_bf16_part(float& rest) {
-  const __nv_bfloat16 h = __float2bfloat16_rn(rest);
-  rest -= __bfloat162float(h);
-  return h;
-}
 constexpr int kMmaRow = kMmaK + 8;  // bf16 per shared row: 20 words, so a fragment's 32 loads hit 32 banks
-
-__device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%0, %1, %2, %3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
 
 // The two bf16 at shared [row][col], [row][col + 1] as one 32-bit fragment register (col even).
 __device__ __forceinline__ uint32_t pair_at(const __nv_bfloat16 (*rows)[kMmaRow], int row, int col) {
