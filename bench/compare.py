@@ -46,6 +46,8 @@ def run_keel(binary, args, lengths, cache_type=None):
            str(args.gen), "-t", str(args.threads), "--json", out]
     if args.random_weights:
         cmd.append("--random-weights")
+    if args.quantize:
+        cmd += ["--quantize", str(args.quantize)]
     if args.prefill_chunk_size:
         cmd += ["--prefill-chunk-size", str(args.prefill_chunk_size)]
     if args.device:
@@ -130,6 +132,7 @@ def main():
     ap.add_argument("--gguf", help="llama, llama-node modes: the GGUF of the same shapes (tools/gguf_write.py)")
     ap.add_argument("-m", "--model", required=True, help="the model folder keel reads (config.json alone with --random-weights)")
     ap.add_argument("--random-weights", action="store_true")
+    ap.add_argument("--quantize", type=int, help="keel mode: keel bench --quantize BITS (random weights MLX-packed)")
     ap.add_argument("--prompt-lengths", default="1024,4096")
     ap.add_argument("--gen", type=int, default=16)
     ap.add_argument("--prefill-chunk-size", type=int, default=0)

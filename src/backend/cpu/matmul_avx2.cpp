@@ -56,6 +56,8 @@ struct V256 {
   static F add(F a, F b) { return _mm256_add_ps(a, b); }
   // 8 values of B bits (B bytes): each lane's two bytes shuffled into place, shifted, masked.
   // Wide: 16 bytes may be read at p (else exactly B, through a copy).
+  template <int B>
+  static constexpr int lut_regs = 0;  // no lookup tables: decode unpacks (matmul_avx512.cpp)
   template <int B, bool Wide>
   static F unpack(const uint8_t* p) {
     if constexpr (B == 8)  // one byte a lane: widen the 8 bytes directly

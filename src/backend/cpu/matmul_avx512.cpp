@@ -79,6 +79,53 @@ struct V512 {
     v = _mm512_and_si512(v, _mm512_set1_epi32((1 << B) - 1));
     return _mm512_cvtepi32_ps(v);
   }
+  // Decode's lookup of packed values (matmul_tile::packed_tile): per group and weight row a table of the
+  // dequantized values w(q) = s·q + b for every q, built by the same mul and add as unpack's users, so each
+  // looked-up value is the bits dequantize_span computes. B ≤ 4: one register, w(j mod 2^B) in lane j (the
+  // index's bits past B then do not matter); B = 5: two registers (q < 16, q ≥ 16). 6 and 8 bits unpack.
+  template <int B>
+  static constexpr int lut_regs = B <= 4   ? 1
+                                  : B == 5 ? 2
+                                           : 0;
+  template <int B>
+  static void make_lut(F s, F b, F* lut) {
+    const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const __m512i q = B < 4 ? _mm512_and_si512(iota, _mm512_set1_epi32((1 << B) - 1)) : iota;
+    lut[0] = add(mul(_mm512_cvtepi32_ps(q), s), b);
+    if constexpr (B == 5)
+      lut[1] = add(mul(_mm512_cvtepi32_ps(_mm512_add_epi32(iota, _mm512_set1_epi32(16))), s), b);
+  }
+  // 16 values of B bits at p, each lane's value in its low B bits (bits above: the next values'), looked up.
+  // Reads exactly 2B bytes for B = 2 and 4, else as unpack.
+  template <int B, bool Wide>
+  static F lookup(const uint8_t* p, const F* lut) {
+    __m512i v;
+    if constexpr (B == 2) {  // 4 bytes: lane j shifted by 2j
+      uint32_t w = 0;
+      std::memcpy(&w, p, 4);
+      v = _mm512_srlv_epi32(_mm512_set1_epi32(static_cast<int>(w)),
+                            _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30));
+    } else if constexpr (B == 4) {  // 8 bytes, each twice: byte m in lanes 2m (low nibble) and 2m + 1 (>> 4)
+      const __m128i b8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
+      v = _mm512_cvtepu8_epi32(_mm_unpacklo_epi8(b8, b8));
+      v = _mm512_srlv_epi32(v, _mm512_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4));
+    } else {
+      __m128i bytes;
+      if constexpr (Wide) {
+        bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+      } else {
+        alignas(16) uint8_t buf[16] = {};
+        std::memcpy(buf, p, 2 * B);
+        bytes = _mm_load_si128(reinterpret_cast<const __m128i*>(buf));
+      }
+      const auto& t = matmul_tile::kUnpackTable<B, 16>;
+      v = _mm512_shuffle_epi8(_mm512_broadcast_i32x4(bytes), _mm512_load_si512(t.ctrl));
+      v = _mm512_srlv_epi32(v, _mm512_load_si512(t.shift));
+    }
+    if constexpr (B == 5)
+      return _mm512_permutex2var_ps(lut[0], v, lut[1]);  // bits 0-3 the lane, bit 4 the table
+    return _mm512_permutexvar_ps(v, lut[0]);             // bits 0-3
+  }
   // ((lanes 0-7 + 8-15) → 4 + 4 → 2 + 2 → 1 + 1)
   static float sum(F v) {
     __m256 h = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));

@@ -58,6 +58,8 @@ struct VGeneric {
     return r;
   }
   // 8 values of B bits: B bytes, one little-endian stream.
+  template <int B>
+  static constexpr int lut_regs = 0;  // no lookup tables: decode unpacks (matmul_avx512.cpp)
   template <int B, bool Wide>
   static F unpack(const uint8_t* p) {
     uint64_t bits = 0;

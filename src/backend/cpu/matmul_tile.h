@@ -409,10 +409,16 @@ void dequantize_packed(const PackedRow& r, int64_t n, float* out, int64_t step) 
 
 // Decode with packed weights: rows [t0, t0 + rows) × weight rows [o0, o0 + cols), each L-step of the NR
 // weight rows dequantized in registers and used at once — the values and the order of the panel path's
-// accumulate(), so both paths give the same bits.
+// accumulate(), so both paths give the same bits. Where V has lookup tables for B bits (V::lut_regs), each
+// group's s·q + b for every q is computed once per weight row and the L-steps look their values up (one
+// permute instead of widening, multiplying and adding). Each row's bytes are prefetched NR rows on (the same
+// place in the next tile's row: a packed row is short, 512 bytes at 2 bits × 2048, so prefetching along the
+// row reaches little; without it the tile waited on memory: 8-bit decode streamed 12 GB/s, 31 with it). Not
+// inlined: inside packed_block, beside the six-row instance, GCC 12 kept the one-row tile's accumulators on
+// the stack (every FMA through memory).
 template <class V, int B, int MR>
-inline __attribute__((always_inline)) void packed_tile(const MatmulArgs& a, int64_t t0, int64_t rows,
-                                                       int64_t o0, int64_t cols) {
+__attribute__((noinline)) void packed_tile(const MatmulArgs& a, int64_t t0, int64_t rows, int64_t o0,
+                                           int64_t cols) {
   constexpr int NR = V::NR;
   const float* xp[MR];
   row_ptrs<MR>(xp, a.x, a.x_row_bytes, t0, rows);
@@ -427,20 +433,32 @@ inline __attribute__((always_inline)) void packed_tile(const MatmulArgs& a, int6
   for (int i = 0; i < MR; ++i)
     for (int j = 0; j < NR; ++j) acc[i][j] = V::zero();
   const int64_t G = a.w_group_size, wide_end = (a.in * B / 8 - 16) * 8 / B;
+  constexpr int kLut = V::template lut_regs<B>;  // table registers per weight row (0: unpack)
+  const int64_t ahead = NR * a.w_row_bytes;      // prefetch distance: the same place NR rows on
   for (int64_t k0 = 0; k0 < a.in; k0 += G) {
     typename V::F s[NR], b[NR];
+    typename V::F lut[NR][kLut > 0 ? kLut : 1];
     for (int j = 0; j < NR; ++j) {
       s[j] = V::set1(stored_scalar(sp[j], a.w_scale_dtype, k0 / G));
       b[j] = V::set1(stored_scalar(bp[j], a.w_scale_dtype, k0 / G));
+      if constexpr (kLut > 0) V::template make_lut<B>(s[j], b[j], lut[j]);
     }
     for (int64_t k = k0; k < k0 + G; k += V::L) {
+      if ((k * B / 8) % 64 == 0)  // each row's line in the next tile's row (packed rows are short)
+        for (int j = 0; j < NR; ++j) _mm_prefetch(wp[j] + k * B / 8 + ahead, _MM_HINT_T0);
       typename V::F wv[NR];
-      if (k <= wide_end)  // 16 bytes from k·B/8 stay inside the row
+      if constexpr (kLut > 0) {  // the values looked up: s·q + b of the table, as below
+        if (k <= wide_end)
+          for (int j = 0; j < NR; ++j) wv[j] = V::template lookup<B, true>(wp[j] + k * B / 8, lut[j]);
+        else
+          for (int j = 0; j < NR; ++j) wv[j] = V::template lookup<B, false>(wp[j] + k * B / 8, lut[j]);
+      } else if (k <= wide_end) {  // 16 bytes from k·B/8 stay inside the row
         for (int j = 0; j < NR; ++j)
           wv[j] = V::add(V::mul(V::template unpack<B, true>(wp[j] + k * B / 8), s[j]), b[j]);
-      else
+      } else {
         for (int j = 0; j < NR; ++j)
           wv[j] = V::add(V::mul(V::template unpack<B, false>(wp[j] + k * B / 8), s[j]), b[j]);
+      }
       for (int i = 0; i < MR; ++i) {
         typename V::F xv = V::load(xp[i] + k);
         for (int j = 0; j < NR; ++j) acc[i][j] = V::fma(xv, wv[j], acc[i][j]);
