@@ -63,6 +63,19 @@ void BM_Matmul(benchmark::State& state) {
   state.SetLabel(be.name() + " w=" + std::string(dtype_name(wt)));
 }
 
+// The timed loop of the streaming benches: each call multiplies x by the next of `ws` (cycling); GB/s of one
+// weight's bytes per call.
+template <class W>
+void stream(benchmark::State& state, CpuBackend& be, const Tensor& x, const std::vector<W>& ws, Tensor& y) {
+  size_t i = 0;
+  for (auto _ : state) {
+    ops::matmul(be, x, ws[i++ % ws.size()], y);
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.counters["W_GB/s"] = benchmark::Counter(static_cast<double>(ws[0].nbytes()) * 1e-9,
+                                                benchmark::Counter::kIsIterationInvariantRate);
+}
+
 // Decode GEMV over a model's worth of distinct matrices (Args: in, out, copies, threads): each call reads the
 // next copy, so the weights stream from memory as a decode step's do (copies × in × out × 2 bytes ≫ the L3),
 // not from the cache that one matrix called again would sit in. GB/s of weight bytes.
@@ -80,13 +93,7 @@ void BM_DecodeStream(benchmark::State& state) {
     ws.push_back(Tensor::empty(pool, DType::bf16, {out, in}, "w"));
     fill(ws.back(), gen);
   }
-  int64_t i = 0;
-  for (auto _ : state) {
-    ops::matmul(be, x, ws[static_cast<size_t>(i++ % copies)], y);
-    benchmark::DoNotOptimize(y.data());
-  }
-  state.counters["W_GB/s"] = benchmark::Counter(static_cast<double>(ws[0].nbytes()) * 1e-9,
-                                                benchmark::Counter::kIsIterationInvariantRate);
+  stream(state, be, x, ws, y);
   state.SetLabel(be.name());
 }
 
@@ -113,13 +120,7 @@ void BM_PackedDecodeStream(benchmark::State& state) {
     fill(biases, gen);
     ws.push_back(Weight::packed(words, scales, biases, bits, kGroup, "w"));
   }
-  int64_t i = 0;
-  for (auto _ : state) {
-    ops::matmul(be, x, ws[static_cast<size_t>(i++ % copies)], y);
-    benchmark::DoNotOptimize(y.data());
-  }
-  state.counters["W_GB/s"] = benchmark::Counter(static_cast<double>(ws[0].nbytes()) * 1e-9,
-                                                benchmark::Counter::kIsIterationInvariantRate);
+  stream(state, be, x, ws, y);
   state.SetLabel(be.name() + " " + std::to_string(bits) + "-bit");
 }
 

@@ -55,15 +55,11 @@ struct V512 {
   static F set1(float x) { return _mm512_set1_ps(x); }
   static F mul(F a, F b) { return _mm512_mul_ps(a, b); }
   static F add(F a, F b) { return _mm512_add_ps(a, b); }
-  // 16 values of B bits (2B bytes): each lane's two bytes shuffled into place, shifted, masked.
-  // Wide: 16 bytes may be read at p (else exactly 2B, through a copy).
+  // 16 values of B bits (2B bytes) in 32-bit lanes: each lane's two bytes shuffled into place and shifted,
+  // value j in lane j's bits [0, B) (the next values' bits above). Wide: 16 bytes may be read at p (else
+  // exactly 2B, through a copy).
   template <int B, bool Wide>
-  static F unpack(const uint8_t* p) {
-    if constexpr (B == 8)  // one byte a lane: widen the 16 bytes directly
-      return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
-    if constexpr (B == 4)  // 8 bytes split in place, then widened (measured: decode 1.06× the table unpack
-                           // on Zen 4; the same for 2 bits was 0.78×, so 2 bits keep the table)
-      return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(matmul_tile::nibbles_in_order(p)));
+  static __m512i shifted(const uint8_t* p) {
     __m128i bytes;
     if constexpr (Wide) {
       bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
@@ -73,11 +69,18 @@ struct V512 {
       bytes = _mm_load_si128(reinterpret_cast<const __m128i*>(buf));
     }
     const auto& t = matmul_tile::kUnpackTable<B, 16>;
-    __m512i v = _mm512_broadcast_i32x4(bytes);
-    v = _mm512_shuffle_epi8(v, _mm512_load_si512(t.ctrl));
-    v = _mm512_srlv_epi32(v, _mm512_load_si512(t.shift));
-    v = _mm512_and_si512(v, _mm512_set1_epi32((1 << B) - 1));
-    return _mm512_cvtepi32_ps(v);
+    const __m512i v = _mm512_shuffle_epi8(_mm512_broadcast_i32x4(bytes), _mm512_load_si512(t.ctrl));
+    return _mm512_srlv_epi32(v, _mm512_load_si512(t.shift));
+  }
+  // 16 values of B bits as floats: shifted, masked (8 and 4 bits: widened directly).
+  template <int B, bool Wide>
+  static F unpack(const uint8_t* p) {
+    if constexpr (B == 8)  // one byte a lane: widen the 16 bytes directly
+      return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+    if constexpr (B == 4)  // 8 bytes split in place, then widened (measured: decode 1.06× the table unpack
+                           // on Zen 4; the same for 2 bits was 0.78×, so 2 bits keep the table)
+      return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(matmul_tile::nibbles_in_order(p)));
+    return _mm512_cvtepi32_ps(_mm512_and_si512(shifted<B, Wide>(p), _mm512_set1_epi32((1 << B) - 1)));
   }
   // Decode's lookup of packed values (matmul_tile::packed_tile): per group and weight row a table of the
   // dequantized values w(q) = s·q + b for every q, built by the same mul and add as unpack's users, so each
@@ -110,17 +113,7 @@ struct V512 {
       v = _mm512_cvtepu8_epi32(_mm_unpacklo_epi8(b8, b8));
       v = _mm512_srlv_epi32(v, _mm512_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4));
     } else {
-      __m128i bytes;
-      if constexpr (Wide) {
-        bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-      } else {
-        alignas(16) uint8_t buf[16] = {};
-        std::memcpy(buf, p, 2 * B);
-        bytes = _mm_load_si128(reinterpret_cast<const __m128i*>(buf));
-      }
-      const auto& t = matmul_tile::kUnpackTable<B, 16>;
-      v = _mm512_shuffle_epi8(_mm512_broadcast_i32x4(bytes), _mm512_load_si512(t.ctrl));
-      v = _mm512_srlv_epi32(v, _mm512_load_si512(t.shift));
+      v = shifted<B, Wide>(p);
     }
     if constexpr (B == 5)
       return _mm512_permutex2var_ps(lut[0], v, lut[1]);  // bits 0-3 the lane, bit 4 the table
