@@ -358,17 +358,54 @@ __global__ void tiled_kernel(const MatmulArgs a) {
 constexpr int kMmaM = 64, kMmaN = 128, kMmaK = 32;
 constexpr int kSplitParts = 3;  // bf16 parts of x (the tiles here and the cuBLAS path below)
 
-constexpr int kMmaRow = kMmaK + 8;  // bf16 per shared row: 20 words, so a fragment's 32 loads hit 32 banks
+constexpr int kMmaRow = kMmaK + 8;  // bf16 per shared row: 80 bytes, so ldmatrix's eight rows hit 32 banks
 
-// The two bf16 at shared [row][col], [row][col + 1] as one 32-bit fragment register (col even).
-__device__ __forceinline__ uint32_t pair_at(const __nv_bfloat16 (*rows)[kMmaRow], int row, int col) {
-  return *reinterpret_cast<const uint32_t*>(&rows[row][col]);
+// One stage's global loads, held in registers while the stage before it is on the tensor cores (its fields
+// as the threads take them: see load_stage).
+struct MmaStage {
+  float4 x[2];    // x rows tid/8 and tid/8 + 32, elements k0 + 4·(tid%8) … + 3
+  uint32_t w[8];  // bf16: W rows tid/4 and tid/4 + 64, elements k0 + 8·(tid%4) … + 7 (4 words each);
+                  // packed: row tid/2's words holding values k0 + 16·(tid%2) … + 15 (from bit 0 of w[0])
+  float s = 0, b = 0;  // packed, tid < kMmaN, at a group's first stage: output o0 + tid's scale and bias
+};
+
+// The `bits`-bit values 16h … 16h + 15 of a stage of 32 packed values (the stage's first word at `p`, the
+// row's words ending at `end`) into w[0 …], shifted so value 16h + j sits at bits [j·bits, j·bits + bits).
+__device__ __forceinline__ void load_packed_half(const uint32_t* p, const uint32_t* end, int bits, int h,
+                                                 uint32_t (&w)[8]) {
+  const int bit0 = 16 * h * bits, word0 = bit0 / 32, n = (bit0 % 32 + 16 * bits + 31) / 32;
+  uint32_t v[5] = {};
+#pragma unroll
+  for (int j = 0; j < 5; ++j)
+    if (j < n && p + word0 + j < end) v[j] = __ldg(p + word0 + j);
+  const int shift = bit0 % 32;  // 0 or 16
+#pragma unroll
+  for (int j = 0; j < 4; ++j) w[j] = shift ? (v[j] >> 16) | (v[j + 1] << 16) : v[j];
+}
+
+// Value j (0 ≤ j < 16) of a half stage loaded by load_packed_half, as bf16 bits (exact: q ≤ 255).
+template <int kBits>
+__device__ __forceinline__ uint32_t packed_q_bf16(const uint32_t (&w)[8], int j) {
+  const int bit = j * kBits, word = bit / 32, shift = bit % 32;
+  uint32_t v = w[word] >> shift;
+  if (shift + kBits > 32) v |= w[word + 1] << (32 - shift);
+  return __float_as_uint(static_cast<float>(v & ((1u << kBits) - 1u))) >> 16;
+}
+template <int kBits>
+__device__ __forceinline__ void store_packed_half(const uint32_t (&w)[8], __nv_bfloat16* dst) {
+  uint32_t pairs[8];
+#pragma unroll
+  for (int j = 0; j < 8; ++j)
+    pairs[j] = packed_q_bf16<kBits>(w, 2 * j) | packed_q_bf16<kBits>(w, 2 * j + 1) << 16;
+  reinterpret_cast<uint4*>(dst)[0] = make_uint4(pairs[0], pairs[1], pairs[2], pairs[3]);
+  reinterpret_cast<uint4*>(dst)[1] = make_uint4(pairs[4], pairs[5], pairs[6], pairs[7]);
 }
 
 // One tile: y rows [t0, t_end) (≤ kMmaM) × outputs [o0, o0 + kMmaN). 256 threads, 8 warps in 2 × 4, each
-// 32 rows × 32 outputs: 2 × 4 fragments of 16 × 8. Fragment layouts: the PTX ISA's m16n8k16 (.bf16): lane
-// = 4·g + i holds A rows g, g + 8 at k 2i, 2i + 1, 2i + 8, 2i + 9; B column g at the same k; C rows g, g + 8
-// at columns 2i, 2i + 1.
+// 32 rows × 32 outputs: 2 × 4 fragments of 16 × 8 (mma_bf16's layouts), read from shared memory by
+// ldmatrix. Stage k0's loads are issued into registers (MmaStage) before stage k0 − kMmaK's products, and
+// written to shared memory (x split into its parts, packed q widened to bf16) after them: the global loads'
+// latency under the tensor cores' work, two barriers a stage.
 template <bool kPacked>
 __device__ __forceinline__ void mma_tile(const MatmulArgs& a, const int32_t* x_rows, int64_t t0,
                                          int64_t t_end, int64_t o0) {
@@ -376,73 +413,174 @@ __device__ __forceinline__ void mma_tile(const MatmulArgs& a, const int32_t* x_r
   __shared__ __align__(16) __nv_bfloat16 ws[kMmaN][kMmaRow];               // W (or q) [o][k]
   __shared__ float xsum[kMmaM];           // packed: Σ x over the group so far, per row
   __shared__ float gs[kMmaN], gb[kMmaN];  // packed: the group's scales and biases
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, i = lane % 4;
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, i = lane % 4;
   const int wm = (warp / 4) * 32, wn = (warp % 4) * 32;
   const int G = kPacked ? a.w_group_size : kMmaK;
-  float acc[2][4][4] = {}, tot[2][4][4] = {};
-  for (int64_t k0 = 0; k0 < a.in; k0 += kMmaK) {
-    const bool group_start = k0 % G == 0, group_end = (k0 + kMmaK) % G == 0;
-    __syncthreads();  // the last stage's fragments and fold are read
-    // x: warp w loads rows w, w + 8, …, lane l element k0 + l (one 128-byte row segment per warp).
-    for (int r = warp; r < kMmaM; r += 8) {
-      const int64_t t = t0 + r, k = k0 + lane;
-      float v = (t < t_end && k < a.in) ? x_row(a, x_rows, t)[k] : 0.0f;
-      if (kPacked) {
-        const float sum = cuda::warp_sum(v);
-        if (lane == 0) xsum[r] = group_start ? sum : xsum[r] + sum;
-      }
-      for (int p = 0; p < kSplitParts; ++p) xs[p][r][lane] = next_bf16_part(v);
-    }
-    // W: warp w loads rows w, w + 8, …; lane l element k0 + l.
-    for (int r = warp; r < kMmaN; r += 8) {
-      const int64_t o = o0 + r, k = k0 + lane;
-      uint16_t bits = 0;
-      if (o < a.out && k < a.in) {
-        const char* row = a.w + o * a.w_row_bytes;
-        if (kPacked) {
-          const float q =
-              static_cast<float>(cuda::packed_value(reinterpret_cast<const uint32_t*>(row), a.w_bits, k));
-          bits = __bfloat16_as_ushort(__float2bfloat16_rn(q));  // exact: q ≤ 255
+  // This thread's rows of x (nullptr past t_end) and of W (nullptr past out).
+  const int xr = tid / 8, xc = 4 * (tid % 8);
+  const float* xp[2];
+  for (int h = 0; h < 2; ++h) {
+    const int64_t t = t0 + xr + 32 * h;
+    xp[h] = t < t_end ? x_row(a, x_rows, t) : nullptr;
+  }
+  const bool x_vec = reinterpret_cast<uintptr_t>(a.x) % 16 == 0 && a.x_row_bytes % 16 == 0;
+  const int wr = kPacked ? tid / 2 : tid / 4, wc = kPacked ? 16 * (tid % 2) : 8 * (tid % 4);
+  const char* wp[2] = {nullptr, nullptr};
+  for (int h = 0; h < (kPacked ? 1 : 2); ++h) {
+    const int64_t o = o0 + wr + 64 * h;
+    wp[h] = o < a.out ? a.w + o * a.w_row_bytes : nullptr;
+  }
+  const bool w_vec = reinterpret_cast<uintptr_t>(a.w) % 16 == 0 && a.w_row_bytes % 16 == 0;
+  const int64_t row_words = kPacked ? a.in * a.w_bits / 32 : 0;
+  const bool col_live = tid < kMmaN && o0 + tid < a.out;
+
+  auto load_stage = [&](int64_t k0, MmaStage& st) {
+    for (int h = 0; h < 2; ++h) {
+      const int64_t k = k0 + xc;
+      float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      if (xp[h]) {
+        if (x_vec && k + 4 <= a.in) {
+          v = __ldg(reinterpret_cast<const float4*>(xp[h] + k));
         } else {
-          bits = reinterpret_cast<const uint16_t*>(row)[k];
+          float e[4] = {};
+          for (int j = 0; j < 4; ++j)
+            if (k + j < a.in) e[j] = xp[h][k + j];
+          v = make_float4(e[0], e[1], e[2], e[3]);
         }
       }
-      ws[r][lane] = __ushort_as_bfloat16(bits);
+      st.x[h] = v;
     }
-    if (kPacked && group_start && threadIdx.x < kMmaN) {
-      const int64_t o = o0 + threadIdx.x, grp = k0 / G;
-      const bool live = o < a.out;
-      gs[threadIdx.x] =
-          live ? cuda::load_widened(a.w_scales + o * a.w_scale_row_bytes, a.w_scale_dtype, grp) : 0.0f;
-      gb[threadIdx.x] =
-          live ? cuda::load_widened(a.w_biases + o * a.w_scale_row_bytes, a.w_scale_dtype, grp) : 0.0f;
+    if constexpr (kPacked) {
+      for (int j = 0; j < 8; ++j) st.w[j] = 0;
+      if (wp[0]) {
+        const auto* row = reinterpret_cast<const uint32_t*>(wp[0]);
+        load_packed_half(row + k0 * a.w_bits / 32, row + row_words, a.w_bits, tid % 2, st.w);
+      }
+      if (k0 % G == 0 && col_live) {
+        const int64_t grp = k0 / G, o = o0 + tid;
+        st.s = cuda::load_widened(a.w_scales + o * a.w_scale_row_bytes, a.w_scale_dtype, grp);
+        st.b = cuda::load_widened(a.w_biases + o * a.w_scale_row_bytes, a.w_scale_dtype, grp);
+      }
+    } else {
+      for (int h = 0; h < 2; ++h) {
+        const int64_t k = k0 + wc;
+        uint4 v = make_uint4(0, 0, 0, 0);
+        if (wp[h]) {
+          const auto* row = reinterpret_cast<const uint16_t*>(wp[h]);
+          if (w_vec && k + 8 <= a.in) {
+            v = __ldg(reinterpret_cast<const uint4*>(row + k));
+          } else {
+            uint32_t e[4] = {};
+            for (int j = 0; j < 8; ++j)
+              if (k + j < a.in) e[j / 2] |= static_cast<uint32_t>(row[k + j]) << (16 * (j % 2));
+            v = make_uint4(e[0], e[1], e[2], e[3]);
+          }
+        }
+        st.w[4 * h] = v.x, st.w[4 * h + 1] = v.y, st.w[4 * h + 2] = v.z, st.w[4 * h + 3] = v.w;
+      }
     }
+  };
+
+  auto store_stage = [&](int64_t k0, const MmaStage& st) {
+    const bool group_start = k0 % G == 0;
+    for (int h = 0; h < 2; ++h) {
+      const int r = xr + 32 * h;
+      float e[4] = {st.x[h].x, st.x[h].y, st.x[h].z, st.x[h].w};
+      if (kPacked) {  // Σ x of the row's 32 values: the 8 threads of the row are lanes 8m … 8m + 7
+        float sum = (e[0] + e[1]) + (e[2] + e[3]);
+        for (int off = 1; off < 8; off *= 2) sum += __shfl_xor_sync(0xffffffffu, sum, off);
+        if (tid % 8 == 0) xsum[r] = group_start ? sum : xsum[r] + sum;
+      }
+      for (int p = 0; p < kSplitParts; ++p) {
+        __nv_bfloat16 b[4];
+        for (int j = 0; j < 4; ++j) b[j] = next_bf16_part(e[j]);
+        *reinterpret_cast<uint2*>(&xs[p][r][xc]) =
+            make_uint2(cuda::pack_bf16(b[0], b[1]), cuda::pack_bf16(b[2], b[3]));
+      }
+    }
+    if constexpr (kPacked) {
+      __nv_bfloat16* dst = &ws[wr][wc];
+      switch (a.w_bits) {
+        case 2:
+          store_packed_half<2>(st.w, dst);
+          break;
+        case 3:
+          store_packed_half<3>(st.w, dst);
+          break;
+        case 4:
+          store_packed_half<4>(st.w, dst);
+          break;
+        case 5:
+          store_packed_half<5>(st.w, dst);
+          break;
+        case 6:
+          store_packed_half<6>(st.w, dst);
+          break;
+        default:
+          store_packed_half<8>(st.w, dst);
+          break;
+      }
+      if (group_start && tid < kMmaN) gs[tid] = st.s, gb[tid] = st.b;
+    } else {
+      for (int h = 0; h < 2; ++h)
+        *reinterpret_cast<uint4*>(&ws[wr + 64 * h][wc]) =
+            make_uint4(st.w[4 * h], st.w[4 * h + 1], st.w[4 * h + 2], st.w[4 * h + 3]);
+    }
+  };
+
+  float acc[2][4][4], tot[2][4][4];
+#pragma unroll
+  for (int m = 0; m < 2; ++m)
+#pragma unroll
+    for (int n = 0; n < 4; ++n)
+#pragma unroll
+      for (int c = 0; c < 4; ++c) acc[m][n][c] = 0.0f, tot[m][n][c] = 0.0f;
+  MmaStage next;
+  load_stage(0, next);
+  for (int64_t k0 = 0; k0 < a.in; k0 += kMmaK) {
+    const bool group_end = (k0 + kMmaK) % G == 0;
+    __syncthreads();  // the last stage's fragments and fold are read
+    store_stage(k0, next);
     __syncthreads();
+    if (k0 + kMmaK < a.in) load_stage(k0 + kMmaK, next);  // in flight under this stage's products
+#pragma unroll
     for (int kk = 0; kk < kMmaK; kk += 16) {
       uint32_t b[4][2];
-      for (int n = 0; n < 4; ++n) {
-        b[n][0] = pair_at(ws, wn + 8 * n + g, kk + 2 * i);
-        b[n][1] = pair_at(ws, wn + 8 * n + g, kk + 2 * i + 8);
+#pragma unroll
+      for (int np = 0; np < 2; ++np) {  // matrices: n-tiles 2np, 2np + 1 × k halves
+        const int mi = lane / 8;
+        uint32_t r[4];
+        cuda::ldmatrix_x4<false>(r, &ws[wn + 16 * np + lane % 8 + 8 * (mi / 2)][kk + 8 * (mi % 2)]);
+        b[2 * np][0] = r[0], b[2 * np][1] = r[1], b[2 * np + 1][0] = r[2], b[2 * np + 1][1] = r[3];
       }
+#pragma unroll
       for (int p = 0; p < kSplitParts; ++p)
+#pragma unroll
         for (int m = 0; m < 2; ++m) {
-          const int r = wm + 16 * m + g;
-          const uint32_t af[4] = {pair_at(xs[p], r, kk + 2 * i), pair_at(xs[p], r + 8, kk + 2 * i),
-                                  pair_at(xs[p], r, kk + 2 * i + 8), pair_at(xs[p], r + 8, kk + 2 * i + 8)};
+          uint32_t af[4];  // matrices: rows 0–7 / 8–15 × k 0–7, then × k 8–15
+          cuda::ldmatrix_x4<false>(
+              af, &xs[p][wm + 16 * m + lane % 8 + 8 * ((lane / 8) % 2)][kk + 8 * (lane / 16)]);
+#pragma unroll
           for (int n = 0; n < 4; ++n) mma_bf16(acc[m][n], af, b[n][0], b[n][1]);
         }
     }
     if (kPacked && group_end)
+#pragma unroll
       for (int m = 0; m < 2; ++m)
+#pragma unroll
         for (int n = 0; n < 4; ++n)
+#pragma unroll
           for (int c = 0; c < 4; ++c) {
             const int r = wm + 16 * m + g + (c >= 2 ? 8 : 0), col = wn + 8 * n + 2 * i + (c & 1);
             tot[m][n][c] = fmaf(gs[col], acc[m][n][c], fmaf(gb[col], xsum[r], tot[m][n][c]));
             acc[m][n][c] = 0.0f;
           }
   }
+#pragma unroll
   for (int m = 0; m < 2; ++m)
+#pragma unroll
     for (int n = 0; n < 4; ++n)
+#pragma unroll
       for (int c = 0; c < 4; ++c) {
         const int64_t t = t0 + wm + 16 * m + g + (c >= 2 ? 8 : 0), o = o0 + wn + 8 * n + 2 * i + (c & 1);
         if (t < t_end && o < a.out)
@@ -451,7 +589,7 @@ __device__ __forceinline__ void mma_tile(const MatmulArgs& a, const int32_t* x_r
 }
 
 template <bool kPacked>
-__global__ void __launch_bounds__(256) mma_kernel(const MatmulArgs a) {
+__global__ void __launch_bounds__(256, 2) mma_kernel(const MatmulArgs a) {
   const int64_t t0 = static_cast<int64_t>(blockIdx.y) * kMmaM;
   mma_tile<kPacked>(a, nullptr, t0, t0 + kMmaM < a.T ? t0 + kMmaM : a.T,
                     static_cast<int64_t>(blockIdx.x) * kMmaN);
@@ -603,7 +741,7 @@ __global__ void grouped_tiled_kernel(const MatmulArgs m, const ExpertPointers p,
 
 // Prefill on the tensor cores: tiles of kMmaM rows × kMmaN outputs (bf16 and packed W).
 template <bool kPacked>
-__global__ void __launch_bounds__(256)
+__global__ void __launch_bounds__(256, 2)
     grouped_mma_kernel(const MatmulArgs m, const ExpertPointers p, const int32_t* offsets,
                        const int32_t* x_rows, int E, int64_t max_tiles) {
   for (int64_t tile = blockIdx.y; tile < max_tiles; tile += gridDim.y) {
