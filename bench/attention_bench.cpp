@@ -4,10 +4,12 @@
 // (queries), GFLOP/s (4·D·n_q per query-key pair, causal pairs only), ws_bytes (pool peak − before, measured
 // on the last iteration) and ws_planned (attention_workspace_bytes) — both must stay flat as kv_len grows 1K
 // → 16K.
+// DecodeF16Layers: one decode step's attention over 28 layers' f16 caches (below).
 //   build-X/bench/attention_bench [--benchmark_filter=Prefill]
 #include <benchmark/benchmark.h>
 
 #include <random>
+#include <vector>
 
 #include "backend/cpu/cpu_backend.h"
 #include "core/tensor.h"
@@ -52,7 +54,44 @@ void BM_Attention(benchmark::State& state) {
   state.SetLabel(be.name());
 }
 
+// Decode over f16 caches as a model's step reads them: `layers` distinct caches (one per attention layer, so
+// together they are far past the last-level cache and each is read from memory), one query row each, the
+// Qwen3-0.6B shape by default (16 query / 8 KV heads × 128). Args: kv_len, n_q, n_kv, threads; 28 layers.
+// Counter: GB/s of cache read (K and V of every layer).
+void BM_DecodeF16Layers(benchmark::State& state) {
+  const int64_t kv_len = state.range(0), n_q = state.range(1), n_kv = state.range(2), D = 128, layers = 28;
+  const int threads = static_cast<int>(state.range(3));
+  MemoryPool pool("cpu", int64_t{8} << 30);
+  CpuBackend be(pool, threads);
+  std::mt19937 gen(1);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<Tensor> k, v;
+  for (int64_t l = 0; l < layers; ++l)
+    for (std::vector<Tensor>* c : {&k, &v}) {
+      Tensor t = Tensor::empty(pool, DType::f16, {kv_len, n_kv, D}, "bench cache");
+      for (int64_t i = 0; i < t.numel(); ++i) t.ptr<uint16_t>()[i] = f32_to_f16(u(gen));
+      c->push_back(std::move(t));
+    }
+  Tensor q = random(pool, {1, n_q, D}, gen), out = Tensor::empty(pool, DType::f32, {1, n_q, D}, "out");
+  const ops::AttentionParams p{kv_len - 1, std::nullopt};
+  for (auto _ : state) {
+    for (int64_t l = 0; l < layers; ++l) ops::attention(be, q, k[l], v[l], out, p);
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.counters["GB/s"] = benchmark::Counter(static_cast<double>(layers * 2 * kv_len * n_kv * D * 2) * 1e-9,
+                                              benchmark::Counter::kIsIterationInvariantRate);
+  state.SetLabel(be.name());
+}
+
 }  // namespace
+
+BENCHMARK(BM_DecodeF16Layers)
+    ->Name("DecodeF16Layers")
+    ->ArgNames({"kv_len", "n_q", "n_kv", "threads"})
+    ->ArgsProduct({{512, 2048, 8192}, {16}, {8}, {2}})
+    ->Args({2048, 32, 2, 2})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 BENCHMARK(BM_Attention)
     ->Name("Prefill")

@@ -133,42 +133,45 @@ TEST(Attention, ChunkedPrefillAndLoneRowsEqualOneShotBitwise) {
 // An f16 cache (--cache-type f16): the same op over K and V as stored, widened exactly — against the float64
 // reference on those f16 values, and batch invariant as the f32 cache is. Backends whose attention reads f32
 // only (CUDA) refuse it with Error(unsupported) before any work.
+// Two head ratios: 4 query heads a KV head (a lone row's heads walk a key tile together) and 16 (four
+// groups of 4 walk each widened tile), so a kernel that treats the two differently is checked on both.
 TEST(Attention, F16CacheMatchesReferenceAndIsBatchInvariant) {
   KEEL_TEST_RNG(rng);
-  const int64_t L = 150, n_q = 8, n_kv = 2, D = 128;
-  for (OpBackend* ob : op_backends()) {
-    SCOPED_TRACE(ob->name);
-    Tensor k = random_tensor(*ob, rng, DType::f16, {L, n_kv, D}, 1.0, "k cache");
-    Tensor v = random_tensor(*ob, rng, DType::f16, {L, n_kv, D}, 1.0, "v cache");
-    Tensor q = random_tensor(*ob, rng, DType::f32, {L, n_q, D}, 3.0);
-    Tensor whole = nan_tensor(*ob, {L, n_q, D});
-    if (!ob->be().supports(Op::attention, DType::f16)) {
-      try {
-        ops::attention(ob->be(), q, k, v, whole, {0, std::nullopt});
-        ADD_FAILURE() << "an f16 cache was taken";
-      } catch (const Error& e) {
-        EXPECT_EQ(e.code(), ErrorCode::unsupported) << e.what();
+  const int64_t L = 150, n_kv = 2, D = 128;
+  for (const int64_t n_q : {int64_t{8}, int64_t{32}})
+    for (OpBackend* ob : op_backends()) {
+      SCOPED_TRACE(ob->name + " n_q " + std::to_string(n_q));
+      Tensor k = random_tensor(*ob, rng, DType::f16, {L, n_kv, D}, 1.0, "k cache");
+      Tensor v = random_tensor(*ob, rng, DType::f16, {L, n_kv, D}, 1.0, "v cache");
+      Tensor q = random_tensor(*ob, rng, DType::f32, {L, n_q, D}, 3.0);
+      Tensor whole = nan_tensor(*ob, {L, n_q, D});
+      if (!ob->be().supports(Op::attention, DType::f16)) {
+        try {
+          ops::attention(ob->be(), q, k, v, whole, {0, std::nullopt});
+          ADD_FAILURE() << "an f16 cache was taken";
+        } catch (const Error& e) {
+          EXPECT_EQ(e.code(), ErrorCode::unsupported) << e.what();
+        }
+        continue;
       }
-      continue;
+      ops::attention(ob->be(), q, k, v, whole, {0, std::nullopt});
+      const std::vector<double> ref =
+          ref::attention(L, n_q, n_kv, D, D, 0, 1.0 / std::sqrt(double(D)), values(q), values(k), values(v));
+      EXPECT_TRUE(all_close(whole, ref, kAtolScale * max_abs(ref), kRtol));
+      Tensor chunked = nan_tensor(*ob, {L, n_q, D});
+      int64_t o = 0;
+      for (int64_t len : {23, 1, 64, 17, 45}) {
+        Tensor out = chunked.slice(0, o, len);
+        ops::attention(ob->be(), q.slice(0, o, len), k, v, out, {o, std::nullopt});
+        o += len;
+      }
+      EXPECT_TRUE(bitwise_equal(chunked, whole));
+      for (int64_t i : {int64_t{0}, int64_t{64}, L - 1}) {
+        Tensor row = nan_tensor(*ob, {1, n_q, D});
+        ops::attention(ob->be(), q.slice(0, i, 1), k, v, row, {i, std::nullopt});
+        EXPECT_TRUE(bitwise_equal(row, whole.slice(0, i, 1))) << "row " << i;
+      }
     }
-    ops::attention(ob->be(), q, k, v, whole, {0, std::nullopt});
-    const std::vector<double> ref =
-        ref::attention(L, n_q, n_kv, D, D, 0, 1.0 / std::sqrt(double(D)), values(q), values(k), values(v));
-    EXPECT_TRUE(all_close(whole, ref, kAtolScale * max_abs(ref), kRtol));
-    Tensor chunked = nan_tensor(*ob, {L, n_q, D});
-    int64_t o = 0;
-    for (int64_t len : {23, 1, 64, 17, 45}) {
-      Tensor out = chunked.slice(0, o, len);
-      ops::attention(ob->be(), q.slice(0, o, len), k, v, out, {o, std::nullopt});
-      o += len;
-    }
-    EXPECT_TRUE(bitwise_equal(chunked, whole));
-    for (int64_t i : {int64_t{0}, int64_t{64}, L - 1}) {
-      Tensor row = nan_tensor(*ob, {1, n_q, D});
-      ops::attention(ob->be(), q.slice(0, i, 1), k, v, row, {i, std::nullopt});
-      EXPECT_TRUE(bitwise_equal(row, whole.slice(0, i, 1))) << "row " << i;
-    }
-  }
 }
 
 // store_kv_rows into an f16 cache rounds as IEEE binary16 does (the compiler's _Float16 conversion is the
