@@ -117,6 +117,7 @@ TEST(GatedDeltaNet, MatchesReference) {
       {37, 3, 3, 20, 80},    // odd Dk; Dv a 4-vector block + one vector (AVX-512)
       {300, 2, 2, 16, 20},   // long: decay and error accumulation over many tokens
       {70, 1, 2, 128, 128},  // qwen3_5 head widths
+      {40, 1, 2, 200, 20},   // Dk past 128 (CUDA: 13 of a lane's 16 rows), Dv 2 columns past a block of 8
   };
   for (OpBackend* ob : op_backends()) {
     SCOPED_TRACE(ob->name);

@@ -76,12 +76,14 @@ void run_whole(OpBackend& ob, const Problem& pr, Tensor& state, Tensor& y) {
 TEST(SsdScan, MatchesReference) {
   KEEL_TEST_RNG(rng);
   const Shape shapes[] = {
-      {1, 4, 8, 2, 16, 8},      // one token: the decode path
-      {5, 4, 8, 1, 16, 8},      // T < Q, one group
-      {2, 3, 5, 3, 7, 4},       // odd widths, G = H
-      {37, 6, 12, 3, 20, 8},    // ≥ 3 chunks, last one partial
-      {64, 4, 16, 2, 32, 16},   // whole chunks
-      {70, 8, 64, 2, 128, 32},  // nemotron-like widths (P = 64, N = 128)
+      {1, 4, 8, 2, 16, 8},        // one token: the decode path
+      {5, 4, 8, 1, 16, 8},        // T < Q, one group
+      {2, 3, 5, 3, 7, 4},         // odd widths, G = H
+      {37, 6, 12, 3, 20, 8},      // ≥ 3 chunks, last one partial
+      {64, 4, 16, 2, 32, 16},     // whole chunks
+      {70, 8, 64, 2, 128, 32},    // nemotron-like widths (P = 64, N = 128)
+      {300, 4, 64, 2, 128, 128},  // nemotron_h's chunk (Q = 128): two row tiles of 64 (CUDA), a partial chunk
+      {150, 2, 100, 1, 24, 96},   // P past 64 and not a multiple of 4; a partial row tile of the first chunk
   };
   for (OpBackend* ob : op_backends()) {
     SCOPED_TRACE(ob->name);

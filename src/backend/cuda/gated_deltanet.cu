@@ -3,10 +3,10 @@
 // (value head h, key head h / (Hv / Hk), S [Dk, Dv] f32):
 //   q ← q·rsqrt(Σq² + eps)/√Dk, k ← k·rsqrt(Σk² + eps) (qk_l2norm; the 1/√Dk always), β = σ(b),
 //   g = −exp(A_log)·softplus(a + dt_bias);  v' = β(v − e^g·Sᵀk);  S ← e^g·S + k v'ᵀ;  o = Sᵀq
-// as the CPU computes it (Sᵀk from the state before the decay, scaled by e^g). One block per (value head,
-// slice of kCols columns of S): each thread owns the elements S[d][c] of one column c with d ≡ s (mod
-// kSlices) in shared memory for the whole call (read once, written back once). The chunked WY form (C > 0 at
-// T > 1) below it. No workspace.
+// as the CPU computes it (Sᵀk from the state before the decay, scaled by e^g). The recurrence: one block per
+// (value head, kRCols columns of S), its state slice in registers for the whole call (read and written once,
+// through shared memory so that the global accesses are whole rows of the slice). The chunked WY form (C > 0
+// at T > 1) below it. No workspace.
 #include <cuda_runtime.h>
 
 #include "backend/cuda/cuda_backend.h"
@@ -19,49 +19,67 @@ namespace {
 
 using cuda::mixer::kWarp;
 
-constexpr int kCols = 32;   // columns j of S per block (the chunked form: threadIdx.x)
-constexpr int kSlices = 4;  // slices of the Dk rows (the chunked form: threadIdx.y)
-constexpr int kThreads = kCols * kSlices;
+// ---- the recurrence ----
+// Grid: Hv · ⌈Dv / kRCols⌉ blocks, head-major; 128 threads, 4 warps. Warp w owns columns j0 + 2w and
+// j0 + 2w + 1; lane (cl, s) = (lane % 2, lane / 2) owns column c = 2w + cl at the kPer rows d = s + 16·i,
+// in registers. Sᵀk and Sᵀq are the lane's kPer products summed in d order, then over the 16 slices by a
+// fixed butterfly (four shuffles): a token needs no block barrier, and its arithmetic does not depend on
+// where a call starts or ends (pieces == whole, bitwise). The block stages kRStage tokens at a time: their q
+// and k rows, normalized in place (q̂ = q·qf, k̂ = k·kf, the CPU's rounded products), v of its columns,
+// e^g and β. (It replaced a block of 32 columns × 4 slices with S in shared memory: 128 blocks of 4 warps
+// on the Qwen3.5 shape, each token two 32-long dependent chains and a global load of v: 1,352 µs a layer at
+// 1K tokens then, 609 µs with this one, docs/CUDA.md.)
+constexpr int kRThreads = 128;
+constexpr int kRSlices = 16;                                 // row slices: lanes per column
+constexpr int kRColsPerWarp = kWarp / kRSlices;              // 2
+constexpr int kRCols = kRColsPerWarp * (kRThreads / kWarp);  // 8 columns per block
+constexpr int kRStage = 32;                                  // tokens staged per barrier pair
+constexpr int kRSlabLd = kRCols + 1;                         // the state slab's row stride (floats)
+constexpr int kRMaxPer = 32;                                 // Dk ≤ kRSlices · kRMaxPer = 512
 
-// Grid: Hv · ⌈Dv / kCols⌉ blocks, head-major; 128 threads. Warp w owns columns j0 + 8w … j0 + 8w + 7; lane
-// (cl, s) = (lane % 8, lane / 8) owns column c = 8w + cl at rows d ≡ s (mod kSlices), so Sᵀk and Sᵀq are
-// reduced over s within the warp (two shuffles) and a token needs no block barrier: the block stages kStage
-// tokens' q and k rows, their l2 norms and gates, then walks them. Dynamic shared memory (floats): S [Dk,
-// kSLd] (rows padded: the warp's 32 lanes hit 32 banks), raw q and k rows [kStage, Dk] each, the factors
-// qf, kf, e^g and β [kStage] each.
-constexpr int kStage = 8;                                 // tokens staged per barrier pair
-constexpr int kSLd = kCols + 8;                           // S's row stride in shared memory
-constexpr int kColsPerWarp = kCols / (kThreads / kWarp);  // 8
-static_assert(kColsPerWarp * kSlices == kWarp, "a warp: kColsPerWarp columns × kSlices row slices");
-__global__ void __launch_bounds__(kThreads) gated_deltanet_kernel(const GatedDeltaNetArgs a) {
+// Dynamic shared memory (floats): q̂, k̂ [kRStage, Dk] each, v [kRStage, kRCols], qf, kf, e^g, β [kRStage]
+// each. Before the first stage and after the last, the state slab [Dk, kRSlabLd] over q̂ and k̂.
+template <int kPer>
+__global__ void __launch_bounds__(kRThreads) gated_deltanet_kernel(const GatedDeltaNetArgs a) {
   extern __shared__ float smem[];
-  const int64_t Dk = a.Dk, Dv = a.Dv, col_blocks = (Dv + kCols - 1) / kCols;
-  const int64_t h = blockIdx.x / col_blocks, j0 = blockIdx.x % col_blocks * kCols;
+  const int64_t Dk = a.Dk, Dv = a.Dv, col_blocks = (Dv + kRCols - 1) / kRCols;
+  const int64_t h = blockIdx.x / col_blocks, j0 = blockIdx.x % col_blocks * kRCols;
   const int64_t kh = h / (a.Hv / a.Hk);
-  const int tid = threadIdx.y * blockDim.x + threadIdx.x, warp = tid / kWarp, lane = tid % kWarp;
-  const int c = warp * kColsPerWarp + lane % kColsPerWarp, s = lane / kColsPerWarp;
-  const bool col = j0 + c < Dv;
-  float* S = smem;               // [Dk, kSLd]: S[h][d][j0 + c] at S[d·kSLd + c]
-  float* qs = S + Dk * kSLd;     // [kStage, Dk] q[t0 + j, kh] as stored
-  float* ks = qs + kStage * Dk;  // [kStage, Dk] k[t0 + j, kh] as stored
-  float* qf = ks + kStage * Dk;  // [kStage] q's factor (1/√Dk, times rsqrt(Σq² + eps) when l2)
-  float* kf = qf + kStage;       // [kStage] k's factor
-  float* decay = kf + kStage;    // [kStage] e^g
-  float* beta = decay + kStage;  // [kStage] β
-  // Column j0 + c of S[h] in state [Hv, Dk, Dv]: rows Dv floats apart.
-  float* Sg = a.state + h * Dk * Dv + j0 + c;
+  const int tid = threadIdx.x, warp = tid / kWarp, lane = tid % kWarp;
+  const int c = warp * kRColsPerWarp + lane % kRColsPerWarp, s = lane / kRColsPerWarp;
+  const int ncols = static_cast<int>(Dv - j0 < kRCols ? Dv - j0 : kRCols);
+  float* qs = smem;               // [kRStage, Dk]: q̂ of token t0 + j
+  float* ks = qs + kRStage * Dk;  // [kRStage, Dk]: k̂
+  float* vs = ks + kRStage * Dk;  // [kRStage, kRCols]: v[t0 + j, h, j0 + c]
+  float* qf = vs + kRStage * kRCols;
+  float* kf = qf + kRStage;
+  float* decay = kf + kRStage;    // e^g
+  float* beta = decay + kRStage;  // β
+  float* slab = smem;             // [Dk, kRSlabLd]: S[h][d][j0 + c], only outside the stages
+  // S[h] [Dk, Dv] in state [Hv, Dk, Dv]; this block's columns j0 … j0 + ncols − 1.
+  float* Sg = a.state + h * Dk * Dv + j0;
   cuda::strided(
-      s, Dk, kSlices, [&](int64_t d) { return col ? Sg[d * Dv] : 0.0f; },
-      [&](int64_t d, float v) { S[d * kSLd + c] = v; });
+      tid, Dk * kRCols, kRThreads,
+      [&](int64_t i) { return i % kRCols < ncols ? Sg[i / kRCols * Dv + i % kRCols] : 0.0f; },
+      [&](int64_t i, float v) { slab[i / kRCols * kRSlabLd + i % kRCols] = v; });
+  __syncthreads();
+  float S[kPer];
+#pragma unroll
+  for (int i = 0; i < kPer; ++i)
+    S[i] = s + kRSlices * i < Dk ? slab[(s + kRSlices * i) * kRSlabLd + c] : 0.0f;
   const float neg_A = -expf(cuda::mixer::param(a.A_log, h)), bias = cuda::mixer::param(a.dt_bias, h);
   const float q_scale = 1.0f / sqrtf(static_cast<float>(Dk));
-  for (int64_t t0 = 0; t0 < a.T; t0 += kStage) {
-    const int nt = static_cast<int>(a.T - t0 < kStage ? a.T - t0 : kStage);
-    __syncthreads();  // the previous stage's reads of the rows and factors are done
-    for (int64_t i = tid; i < nt * Dk; i += kThreads) {
+  for (int64_t t0 = 0; t0 < a.T; t0 += kRStage) {
+    const int nt = static_cast<int>(a.T - t0 < kRStage ? a.T - t0 : kRStage);
+    __syncthreads();  // the previous stage's (or the slab's) reads are done
+    for (int64_t i = tid; i < nt * Dk; i += kRThreads) {
       const int64_t t = t0 + i / Dk, d = i % Dk;
       qs[i] = a.q[t * a.q_st + kh * a.q_sh + d];
       ks[i] = a.k[t * a.k_st + kh * a.k_sh + d];
+    }
+    for (int i = tid; i < nt * kRCols; i += kRThreads) {
+      const int j = i / kRCols, cc = i % kRCols;
+      vs[i] = cc < ncols ? a.v[(t0 + j) * a.v_st + h * a.v_sh + j0 + cc] : 0.0f;
     }
     if (tid < nt) {
       const int64_t t = t0 + tid;
@@ -69,53 +87,77 @@ __global__ void __launch_bounds__(kThreads) gated_deltanet_kernel(const GatedDel
       beta[tid] = 1.0f / (1.0f + expf(-a.b[t * a.b_st + h * a.b_sh]));
     }
     __syncthreads();
-    // The factors the CPU's normalize() multiplies by (q·qf and k·kf are its rows qn and kn): one warp per
-    // row, rows 0 … nt − 1 the q rows and nt … 2nt − 1 the k rows.
-    for (int r = warp; r < 2 * nt; r += kThreads / kWarp) {
-      const float* row = r < nt ? qs + r * Dk : ks + (r - nt) * Dk;
+    // The factors the CPU's normalize() multiplies by, one warp per row (rows 0 … nt − 1 the q rows, nt …
+    // 2nt − 1 the k rows), then the row times its factor in place (each lane rescales the elements it read).
+    for (int r = warp; r < 2 * nt; r += kRThreads / kWarp) {
+      float* row = r < nt ? qs + r * Dk : ks + (r - nt) * Dk;
       float ss = 0;
       for (int64_t d = lane; d < Dk; d += kWarp) ss += row[d] * row[d];
       ss = cuda::mixer::warp_sum(ss);
-      if (lane == 0) {
-        const float l2 = a.qk_l2norm ? 1.0f / sqrtf(ss + a.eps) : 1.0f;
-        if (r < nt)
-          qf[r] = a.qk_l2norm ? q_scale * l2 : q_scale;
-        else
-          kf[r - nt] = l2;
-      }
+      const float l2 = a.qk_l2norm ? 1.0f / sqrtf(ss + a.eps) : 1.0f;
+      const float f = r < nt ? (a.qk_l2norm ? q_scale * l2 : q_scale) : l2;
+      for (int64_t d = lane; d < Dk; d += kWarp) row[d] = row[d] * f;
     }
     __syncthreads();
     for (int j = 0; j < nt; ++j) {
-      const int64_t t = t0 + j;
       const float* qr = qs + j * Dk;
       const float* kr = ks + j * Dk;
-      const float q_f = qf[j], k_f = kf[j], e = decay[j];
-      // Sᵀk of the state before the decay (this lane's rows, then over the warp's 4 slices of column c).
+      const float e = decay[j];
+      // Sᵀk of the state before the decay: the lane's rows, then over the 16 slices of column c.
       float part = 0;
-      for (int64_t d = s; d < Dk; d += kSlices) part += (kr[d] * k_f) * S[d * kSLd + c];
-      part += __shfl_xor_sync(0xffffffffu, part, kColsPerWarp);
-      part += __shfl_xor_sync(0xffffffffu, part, 2 * kColsPerWarp);
-      const float v = col ? a.v[t * a.v_st + h * a.v_sh + j0 + c] : 0.0f;
-      const float vp = beta[j] * (v - e * part);
-      // S ← e·S + k v'ᵀ and o = Sᵀq over the lane's elements, then over the slices.
+#pragma unroll
+      for (int i = 0; i < kPer; ++i)
+        if (s + kRSlices * i < Dk) part += kr[s + kRSlices * i] * S[i];
+#pragma unroll
+      for (int o = kRColsPerWarp; o < kWarp; o *= 2) part += __shfl_xor_sync(0xffffffffu, part, o);
+      const float vp = beta[j] * (vs[j * kRCols + c] - e * part);
+      // S ← e·S + k̂ v'ᵀ and o = Sᵀq̂ over the lane's rows, then over the slices.
       float o = 0;
-      for (int64_t d = s; d < Dk; d += kSlices) {
-        const float sv = e * S[d * kSLd + c] + (kr[d] * k_f) * vp;
-        S[d * kSLd + c] = sv;
-        o += (qr[d] * q_f) * sv;
-      }
-      o += __shfl_xor_sync(0xffffffffu, o, kColsPerWarp);
-      o += __shfl_xor_sync(0xffffffffu, o, 2 * kColsPerWarp);
-      if (s == 0 && col) a.out[t * a.o_st + h * a.o_sh + j0 + c] = o;
+#pragma unroll
+      for (int i = 0; i < kPer; ++i)
+        if (s + kRSlices * i < Dk) {
+          S[i] = e * S[i] + kr[s + kRSlices * i] * vp;
+          o += qr[s + kRSlices * i] * S[i];
+        }
+#pragma unroll
+      for (int m = kRColsPerWarp; m < kWarp; m *= 2) o += __shfl_xor_sync(0xffffffffu, o, m);
+      if (s == 0 && c < ncols) a.out[(t0 + j) * a.o_st + h * a.o_sh + j0 + c] = o;
     }
   }
-  if (col)  // the lane's own elements: no other thread wrote them
-    for (int64_t d = s; d < Dk; d += kSlices) Sg[d * Dv] = S[d * kSLd + c];
+  __syncthreads();  // the last stage's reads of q̂ and k̂ are done: the slab may take their place
+#pragma unroll
+  for (int i = 0; i < kPer; ++i)
+    if (s + kRSlices * i < Dk) slab[(s + kRSlices * i) * kRSlabLd + c] = S[i];
+  __syncthreads();
+  for (int64_t i = tid; i < Dk * kRCols; i += kRThreads)
+    if (i % kRCols < ncols) Sg[i / kRCols * Dv + i % kRCols] = slab[i / kRCols * kRSlabLd + i % kRCols];
 }
 
 int64_t shared_bytes(const GatedDeltaNetArgs& a) {
-  return 4 * (a.Dk * kSLd + 2 * kStage * a.Dk + 4 * kStage);
+  const int64_t stage = 2 * kRStage * a.Dk + kRStage * kRCols + 4 * kRStage, slab = a.Dk * kRSlabLd;
+  return 4 * (stage > slab ? stage : slab);
 }
+
+// The recurrence's kernel for Dk: the fewest rows per lane that hold Dk (Dk ≤ 512).
+using RecurrenceKernel = void (*)(GatedDeltaNetArgs);
+RecurrenceKernel recurrence_kernel(int64_t Dk) {
+  const int64_t per = (Dk + kRSlices - 1) / kRSlices;
+  if (per <= 1) return gated_deltanet_kernel<1>;
+  if (per <= 2) return gated_deltanet_kernel<2>;
+  if (per <= 4) return gated_deltanet_kernel<4>;
+  if (per <= 8) return gated_deltanet_kernel<8>;
+  if (per <= 16) return gated_deltanet_kernel<16>;
+  if (per <= kRMaxPer) return gated_deltanet_kernel<kRMaxPer>;
+  throw_error(ErrorCode::unsupported, "gated_deltanet: key head width {} exceeds the CUDA kernel's {}", Dk,
+              kRSlices * kRMaxPer);
+}
+
+// ---- the chunked WY form ----
+// (op-tested on CUDA, not used by the models; one block per (value head, kCols columns of S), threadIdx.x
+// the column, threadIdx.y the row slice)
+constexpr int kCols = 32;
+constexpr int kSlices = 4;
+constexpr int kThreads = kCols * kSlices;
 
 // The chunked WY form (C > 0, T > 1) over chunks of Ce = min(C, T) tokens, per chunk (γ the chunk-local
 // inclusive cumsum of g, rows q̂ and k̂ normalized as above):
@@ -266,15 +308,19 @@ int64_t CudaBackend::gated_deltanet_workspace(const GatedDeltaNetArgs&) const {
 void CudaBackend::gated_deltanet(const GatedDeltaNetArgs& a) {
   enter();
   if (a.T == 0 || a.Hv == 0 || a.Dv == 0) return;
-  const unsigned int blocks = cuda::mixer::grid_blocks(a.Hv * ((a.Dv + kCols - 1) / kCols), "gated_deltanet");
   if (chunked(a)) {  // T = 1 runs the recurrence in both forms, as on the CPU
+    const unsigned int blocks =
+        cuda::mixer::grid_blocks(a.Hv * ((a.Dv + kCols - 1) / kCols), "gated_deltanet");
     const int64_t smem = chunked_shared_bytes(a);
     cuda::mixer::allow_shared(gated_deltanet_chunked_kernel, smem, "gated_deltanet (chunked) shared memory");
     gated_deltanet_chunked_kernel<<<blocks, dim3(kCols, kSlices), static_cast<size_t>(smem), stream()>>>(a);
   } else {
+    const unsigned int blocks =
+        cuda::mixer::grid_blocks(a.Hv * ((a.Dv + kRCols - 1) / kRCols), "gated_deltanet");
+    const RecurrenceKernel kernel = recurrence_kernel(a.Dk);
     const int64_t smem = shared_bytes(a);
-    cuda::mixer::allow_shared(gated_deltanet_kernel, smem, "gated_deltanet shared memory");
-    gated_deltanet_kernel<<<blocks, dim3(kCols, kSlices), static_cast<size_t>(smem), stream()>>>(a);
+    cuda::mixer::allow_shared(kernel, smem, "gated_deltanet shared memory");
+    kernel<<<blocks, kRThreads, static_cast<size_t>(smem), stream()>>>(a);
   }
   cuda::check(cudaGetLastError(), "gated_deltanet launch");
 }

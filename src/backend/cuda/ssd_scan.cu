@@ -114,7 +114,7 @@ int64_t shared_bytes(const SsdScanArgs& a) {
 // ---- the chunked scan ----
 
 constexpr int64_t kRoundChunks = 16;  // chunks whose states one round holds
-constexpr int kMaxP = 128;  // chunk_output keeps a row's P outputs in registers, kMaxP / 8 per thread
+constexpr int kMaxP = 128;  // chunk_output keeps its rows' P outputs in registers, 4·kMaxP / 64 per thread
 
 // One round: chunks c ∈ [0, chunks) starting at token t_base, chunk c = tokens [t_base + c·Q, … + Qc).
 struct Round {
@@ -215,102 +215,138 @@ __global__ void ssd_state_pass_kernel(const SsdScanArgs a, const Round r) {
   a.state[e] = S;
 }
 
-// 3. y of 16 rows i of chunk c, head h. Grid (H·chunks, ⌈Q/16⌉); 128 threads, thread (i = tid / 8, p ∈
-// {tid % 8 + 8k}). The carried-in part e^{Λ_i}·Σ_n C_i[n]·Sin[p, n] over N in tiles of 32; then the chunk's
-// own tokens j ≤ i in tiles of 32: M[i, j] = (C_i·B_j)·e^{Λ_i − Λ_j}·dt_j (zero above the diagonal), y +=
-// M·X. Shared (floats): dt, lam [Q]; Cs [16, N + 1]; Bs [32, N + 1]; Xs [32, P]; Ss [P, 33]; Ms [16, 33]
-// (rows padded by one float: a warp's lanes read different rows at one n).
-constexpr int kOutThreads = 128, kOutRows = 16, kOutTj = 32, kOutTn = 32;
-__global__ void __launch_bounds__(kOutThreads) ssd_chunk_output_kernel(const SsdScanArgs a, const Round r) {
-  extern __shared__ float smem[];
+// 3. y of kORows rows i of chunk c, head h, register-tiled on the CUDA cores. Grid (H·chunks, ⌈Q/kORows⌉);
+// 256 threads, thread (ty, tx) = (tid / 16, tid % 16) holds rows i = 4·ty … 4·ty + 3 of the tile and columns
+// p = 4·tx + 64·k … + 3 (k < kPT, P ≤ 64·kPT), each product a float4 of one operand times a float4 (or
+// float2) of the other from shared memory. With every operand zero-padded in shared memory, in order:
+//   y_i  = Σ_n C_i[n]·Sin[p, n]                                  (n tiles of kOTn)
+//   y_i ·= e^{Λ_i}
+//   y_i += Σ_{j ≤ i} M[i, j]·x_j[p],  M[i, j] = (C_i·B_j)·e^{Λ_i − Λ_j}·dt_j   (j tiles of kOTj, M per tile)
+//   y_i += D·x_i
+// each sum in ascending n (then j) order. Shared (floats): dt, lam [Q]; Ct [N, kORows + 4] (C of the tile's
+// rows, transposed); then either St [kOTn, 64·kPT + 4] (Sin's tile, transposed) or Bt [N, kOTj + 2] (B of
+// the j tile, transposed), Mt [kOTj, kORows + 4] (Mᵀ) and Xs [kOTj, 64·kPT]. (It replaced a 16-row kernel
+// whose every product read both operands from shared memory one float at a time and computed each C_i·B_j
+// alone: 609 µs a layer at 1K tokens on the Nemotron-H shape, docs/CUDA.md.)
+constexpr int kOThreads = 256, kORows = 64, kOTj = 32, kOTn = 32;
+constexpr int kOCLd = kORows + 4, kOBLd = kOTj + 2;  // Ct's and Mt's, Bt's row strides (floats)
+// Offsets in floats rounded up to 16 bytes: the float4 rows start aligned.
+__host__ __device__ constexpr int64_t align4(int64_t floats) {
+  return (floats + 3) / 4 * 4;
+}
+
+template <int kPT>
+__global__ void __launch_bounds__(kOThreads) ssd_chunk_output_kernel(const SsdScanArgs a, const Round r) {
+  extern __shared__ __align__(16) float smem[];
+  constexpr int kPLd = 64 * kPT;  // Xs's row stride: the padded P
+  constexpr int kSLd = kPLd + 4;  // St's (4-way bank conflicts where its columns are stored, not 32)
   const int64_t h = blockIdx.x % a.H, c = blockIdx.x / a.H, g = h / (a.H / a.G);
-  const int64_t t0 = r.t_base + c * a.Q, Qc = chunk_len(a, r, c), i0 = blockIdx.y * kOutRows;
+  const int64_t t0 = r.t_base + c * a.Q, Qc = chunk_len(a, r, c), i0 = blockIdx.y * kORows;
   if (i0 >= Qc) return;  // the whole block: a partial last chunk has fewer row tiles
-  const int64_t N = a.N, P = a.P, rows = Qc - i0 < kOutRows ? Qc - i0 : kOutRows, ld = N + 1;
+  const int64_t N = a.N, P = a.P, rows = Qc - i0 < kORows ? Qc - i0 : kORows;
   float* dt = smem;
   float* lam = dt + a.Q;
-  float* Cs = lam + a.Q;              // [kOutRows, ld]
-  float* Bs = Cs + kOutRows * ld;     // [kOutTj, ld]
-  float* Xs = Bs + kOutTj * ld;       // [kOutTj, P]
-  float* Ss = Xs + kOutTj * P;        // [P, kOutTn + 1]
-  float* Ms = Ss + P * (kOutTn + 1);  // [kOutRows, kOutTj + 1]
+  float* Ct = smem + align4(2 * a.Q);  // [N, kOCLd]: C_{i0 + i}[n] at Ct[n·kOCLd + i]
+  float* R = Ct + N * kOCLd;           // the region St, or Bt, Mt and Xs use
+  float* St = R;                       // [kOTn, kSLd]: Sin[p, n0 + n] at St[n·kSLd + p]
+  float* Bt = R;                       // [N, kOBLd]: B_{j0 + j}[n] at Bt[n·kOBLd + j]
+  float* Mt = Bt + align4(N * kOBLd);  // [kOTj, kOCLd]: M[i0 + i, j0 + j] at Mt[j·kOCLd + i]
+  float* Xs = Mt + kOTj * kOCLd;       // [kOTj, kPLd]: x_{j0 + j}[p]
   const float A = -expf(cuda::mixer::param(a.A_log, h));
   chunk_dt_lambda(a, t0, Qc, h, A, dt, lam);
-  for (int64_t k = threadIdx.x; k < kOutRows * N; k += kOutThreads) {
-    const int64_t i = k / N;
-    Cs[i * ld + k % N] = i < rows ? a.C[(t0 + i0 + i) * a.C_st + g * a.C_sg + k % N] : 0.0f;
+  for (int64_t k = threadIdx.x; k < kORows * N; k += kOThreads) {
+    const int64_t i = k / N, n = k % N;
+    Ct[n * kOCLd + i] = i < rows ? a.C[(t0 + i0 + i) * a.C_st + g * a.C_sg + n] : 0.0f;
   }
-  const int ti = threadIdx.x / 8, tp = threadIdx.x % 8;
-  constexpr int kPer = kMaxP / 8;
-  float acc[kPer] = {};
+  const int ty = threadIdx.x / 16, tx = threadIdx.x % 16;
+  float acc[4][4 * kPT] = {};
+  // acc[u][4k + v] += Σ_m Ao[m][4·ty + u]·Bo[m][4·tx + 64k + v] for m < count: rows of two shared operands.
+  auto products = [&](const float* Ao, int a_ld, const float* Bo, int b_ld, int64_t count) {
+    for (int64_t m = 0; m < count; ++m) {
+      const float4 av = *reinterpret_cast<const float4*>(Ao + m * a_ld + 4 * ty);
+      const float ar[4] = {av.x, av.y, av.z, av.w};
+#pragma unroll
+      for (int k = 0; k < kPT; ++k) {
+        const float4 bv = *reinterpret_cast<const float4*>(Bo + m * b_ld + 4 * tx + 64 * k);
+        const float br[4] = {bv.x, bv.y, bv.z, bv.w};
+#pragma unroll
+        for (int u = 0; u < 4; ++u)
+#pragma unroll
+          for (int v = 0; v < 4; ++v) acc[u][4 * k + v] += ar[u] * br[v];
+      }
+    }
+  };
   // The carried-in state.
   const float* Sin = r.Sc + (c * a.H + h) * P * N;
-  for (int64_t n0 = 0; n0 < N; n0 += kOutTn) {
-    const int64_t nn = N - n0 < kOutTn ? N - n0 : kOutTn;
-    __syncthreads();
-    for (int64_t k = threadIdx.x; k < P * kOutTn; k += kOutThreads) {
-      const int64_t p = k / kOutTn, n = k % kOutTn;
-      Ss[p * (kOutTn + 1) + n] = n < nn ? Sin[p * N + n0 + n] : 0.0f;
+  for (int64_t n0 = 0; n0 < N; n0 += kOTn) {
+    const int64_t nn = N - n0 < kOTn ? N - n0 : kOTn;
+    __syncthreads();  // Ct is in place (the first tile), the last tile's reads of St are done
+    for (int64_t k = threadIdx.x; k < kPLd * kOTn; k += kOThreads) {
+      const int64_t p = k / kOTn, n = k % kOTn;
+      St[n * kSLd + p] = p < P && n < nn ? Sin[p * N + n0 + n] : 0.0f;
     }
     __syncthreads();
-    const float* ci = Cs + ti * ld + n0;
-#pragma unroll
-    for (int q = 0; q < kPer; ++q) {
-      const int64_t p = tp + 8 * q;
-      if (p >= P) break;
-      float s = 0;
-      for (int n = 0; n < nn; ++n) s += ci[n] * Ss[p * (kOutTn + 1) + n];
-      acc[q] += s;
-    }
+    products(Ct + n0 * kOCLd, kOCLd, St, kSLd, nn);
   }
-  const float e_i = ti < rows ? expf(lam[i0 + ti]) : 0.0f;
 #pragma unroll
-  for (int q = 0; q < kPer; ++q) acc[q] *= e_i;
-  // The chunk's own tokens j ≤ i (j < i0 + rows).
-  for (int64_t j0 = 0; j0 < i0 + rows; j0 += kOutTj) {
-    const int64_t nj = i0 + rows - j0 < kOutTj ? i0 + rows - j0 : kOutTj;
-    __syncthreads();
-    for (int64_t k = threadIdx.x; k < kOutTj * N; k += kOutThreads) {
-      const int64_t j = k / N;
-      Bs[j * ld + k % N] = j < nj ? a.B[(t0 + j0 + j) * a.B_st + g * a.B_sg + k % N] : 0.0f;
+  for (int u = 0; u < 4; ++u) {
+    const int i = 4 * ty + u;
+    const float e_i = i < rows ? expf(lam[i0 + i]) : 0.0f;
+#pragma unroll
+    for (int q = 0; q < 4 * kPT; ++q) acc[u][q] *= e_i;
+  }
+  // The chunk's own tokens j ≤ i (j < i0 + rows), kOTj at a time.
+  for (int64_t j0 = 0; j0 < i0 + rows; j0 += kOTj) {
+    const int64_t nj = i0 + rows - j0 < kOTj ? i0 + rows - j0 : kOTj;
+    __syncthreads();  // the last tile's (or the state's) reads of the region are done
+    for (int64_t k = threadIdx.x; k < kOTj * N; k += kOThreads) {
+      const int64_t j = k / N, n = k % N;
+      Bt[n * kOBLd + j] = j < nj ? a.B[(t0 + j0 + j) * a.B_st + g * a.B_sg + n] : 0.0f;
     }
-    for (int64_t k = threadIdx.x; k < kOutTj * P; k += kOutThreads) {
-      const int64_t j = k / P;
-      Xs[k] = j < nj ? a.x[(t0 + j0 + j) * a.x_st + h * a.x_sh + k % P] : 0.0f;
+    for (int64_t k = threadIdx.x; k < kOTj * kPLd; k += kOThreads) {
+      const int64_t j = k / kPLd, p = k % kPLd;
+      Xs[k] = j < nj && p < P ? a.x[(t0 + j0 + j) * a.x_st + h * a.x_sh + p] : 0.0f;
     }
     __syncthreads();
-    for (int k = threadIdx.x; k < kOutRows * kOutTj; k += kOutThreads) {
-      const int i = k / kOutTj, j = k % kOutTj;
-      const int64_t ii = i0 + i, jj = j0 + j;
-      float m = 0;
-      if (i < rows && j < nj && jj <= ii) {
-        const float* ci = Cs + i * ld;
-        const float* bj = Bs + j * ld;
-        float cb = 0;
-        for (int64_t n = 0; n < N; ++n) cb += ci[n] * bj[n];
-        m = cb * __fmul_rn(expf(lam[ii] - lam[jj]), dt[jj]);
+    {  // Mᵀ of the tile: thread (ty, tx) the rows 4·ty … + 3 and the columns j = 2·tx, 2·tx + 1, over n
+      float cb[4][2] = {};
+      for (int64_t n = 0; n < N; ++n) {
+        const float4 cv = *reinterpret_cast<const float4*>(Ct + n * kOCLd + 4 * ty);
+        const float2 bv = *reinterpret_cast<const float2*>(Bt + n * kOBLd + 2 * tx);
+        const float cr[4] = {cv.x, cv.y, cv.z, cv.w};
+#pragma unroll
+        for (int u = 0; u < 4; ++u) {
+          cb[u][0] += cr[u] * bv.x;
+          cb[u][1] += cr[u] * bv.y;
+        }
       }
-      Ms[i * (kOutTj + 1) + j] = m;
+#pragma unroll
+      for (int u = 0; u < 4; ++u)
+#pragma unroll
+        for (int v = 0; v < 2; ++v) {
+          const int i = 4 * ty + u, j = 2 * tx + v;
+          const int64_t ii = i0 + i, jj = j0 + j;
+          const bool live = i < rows && j < nj && jj <= ii;
+          Mt[j * kOCLd + i] = live ? cb[u][v] * __fmul_rn(expf(lam[ii] - lam[jj]), dt[jj]) : 0.0f;
+        }
     }
     __syncthreads();
-    const float* mi = Ms + ti * (kOutTj + 1);
-#pragma unroll
-    for (int q = 0; q < kPer; ++q) {
-      const int64_t p = tp + 8 * q;
-      if (p >= P) break;
-      float s = 0;
-      for (int j = 0; j < nj; ++j) s += mi[j] * Xs[j * P + p];
-      acc[q] += s;
-    }
+    products(Mt, kOCLd, Xs, kPLd, nj);
   }
-  if (ti >= rows) return;
   const float Dh = cuda::mixer::param(a.D, h);
-  const int64_t t = t0 + i0 + ti;
 #pragma unroll
-  for (int q = 0; q < kPer; ++q) {
-    const int64_t p = tp + 8 * q;
-    if (p >= P) break;
-    a.y[t * a.y_st + h * a.y_sh + p] = acc[q] + Dh * a.x[t * a.x_st + h * a.x_sh + p];
+  for (int u = 0; u < 4; ++u) {
+    const int i = 4 * ty + u;
+    if (i >= rows) break;
+    const int64_t t = t0 + i0 + i;
+#pragma unroll
+    for (int k = 0; k < kPT; ++k)
+#pragma unroll
+      for (int v = 0; v < 4; ++v) {
+        const int64_t p = 4 * tx + 64 * k + v;
+        if (p < P)
+          a.y[t * a.y_st + h * a.y_sh + p] = acc[u][4 * k + v] + Dh * a.x[t * a.x_st + h * a.x_sh + p];
+      }
   }
 }
 
@@ -324,9 +360,14 @@ int64_t state_shared_bytes(const SsdScanArgs& a) {
   return 4 * (2 * a.Q + kStateTj * kStateTp + kStateTj * kStateTn);
 }
 
+int output_column_tiles(const SsdScanArgs& a) {
+  return a.P <= 64 ? 1 : 2;
+}
+
 int64_t output_shared_bytes(const SsdScanArgs& a) {
-  return 4 * (2 * a.Q + (kOutRows + kOutTj) * (a.N + 1) + kOutTj * a.P + a.P * (kOutTn + 1) +
-              kOutRows * (kOutTj + 1));
+  const int64_t pld = 64 * output_column_tiles(a);
+  const int64_t state = kOTn * (pld + 4), own = align4(a.N * kOBLd) + kOTj * kOCLd + kOTj * pld;
+  return 4 * (align4(2 * a.Q) + a.N * kOCLd + (state > own ? state : own));
 }
 
 int64_t round_floats(const SsdScanArgs& a) {
@@ -354,13 +395,15 @@ void CudaBackend::ssd_scan(const SsdScanArgs& a) {
   }
   const int64_t state_smem = state_shared_bytes(a), out_smem = output_shared_bytes(a);
   cuda::mixer::allow_shared(ssd_chunk_state_kernel, state_smem, "ssd_scan chunk states shared memory");
-  cuda::mixer::allow_shared(ssd_chunk_output_kernel, out_smem, "ssd_scan chunk outputs shared memory");
+  const auto output_kernel =
+      output_column_tiles(a) == 1 ? ssd_chunk_output_kernel<1> : ssd_chunk_output_kernel<2>;
+  cuda::mixer::allow_shared(output_kernel, out_smem, "ssd_scan chunk outputs shared memory");
   Tensor ws = Tensor::empty(pool(), DType::f32, {round_floats(a)}, "ssd_scan chunk states");
   Round r{0, 0, ws.ptr<float>(), ws.ptr<float>() + kRoundChunks * a.H * a.P * a.N};
   const int64_t chunks_total = (a.T + a.Q - 1) / a.Q, elems = a.H * a.P * a.N;
   const unsigned int state_tiles =
       static_cast<unsigned int>(((a.P + kStateTp - 1) / kStateTp) * ((a.N + kStateTn - 1) / kStateTn));
-  const unsigned int row_tiles = static_cast<unsigned int>((a.Q + kOutRows - 1) / kOutRows);
+  const unsigned int row_tiles = static_cast<unsigned int>((a.Q + kORows - 1) / kORows);
   if (state_tiles > 65535 || row_tiles > 65535)
     throw_error(ErrorCode::unsupported, "ssd_scan: P = {}, N = {}, Q = {} exceed the grid's y limit", a.P,
                 a.N, a.Q);
@@ -372,8 +415,7 @@ void CudaBackend::ssd_scan(const SsdScanArgs& a) {
                              stream()>>>(a, r);
     ssd_state_pass_kernel<<<cuda::mixer::grid_blocks((elems + 255) / 256, "ssd_scan"), 256, 0, stream()>>>(a,
                                                                                                            r);
-    ssd_chunk_output_kernel<<<dim3(hc, row_tiles), kOutThreads, static_cast<size_t>(out_smem), stream()>>>(a,
-                                                                                                           r);
+    output_kernel<<<dim3(hc, row_tiles), kOThreads, static_cast<size_t>(out_smem), stream()>>>(a, r);
     cuda::check(cudaGetLastError(), "ssd_scan launch");
   }
 }
