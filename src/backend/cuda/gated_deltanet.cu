@@ -21,41 +21,57 @@ using cuda::mixer::kWarp;
 
 // ---- the recurrence ----
 // Grid: Hv · ⌈Dv / kRCols⌉ blocks, head-major; 128 threads, 4 warps. Warp w owns columns j0 + 2w and
-// j0 + 2w + 1; lane (cl, s) = (lane % 2, lane / 2) owns column c = 2w + cl at the kPer rows d = s + 16·i,
+// j0 + 2w + 1; lane (cl, s) = (lane % 2, lane / 2) owns column c = 2w + cl at the kPer rows d = kPer·s + i,
 // in registers. Sᵀk and Sᵀq are the lane's kPer products summed in d order, then over the 16 slices by a
 // fixed butterfly (four shuffles): a token needs no block barrier, and its arithmetic does not depend on
 // where a call starts or ends (pieces == whole, bitwise). The block stages kRStage tokens at a time: their q
-// and k rows, normalized in place (q̂ = q·qf, k̂ = k·kf, the CPU's rounded products), v of its columns,
+// and k rows normalized (q̂ = q·qf, k̂ = k·kf, the CPU's rounded products) by the warp that loads them and
+// zero-padded to Dp = 16·kPer (a zero row of S stays zero: no bounds in the token loop), v of its columns,
 // e^g and β. (It replaced a block of 32 columns × 4 slices with S in shared memory: 128 blocks of 4 warps
 // on the Qwen3.5 shape, each token two 32-long dependent chains and a global load of v: 1,352 µs a layer at
-// 1K tokens then, 609 µs with this one, docs/CUDA.md.)
+// 1K tokens then, docs/CUDA.md.)
 constexpr int kRThreads = 128;
-constexpr int kRSlices = 16;                                 // row slices: lanes per column
-constexpr int kRColsPerWarp = kWarp / kRSlices;              // 2
-constexpr int kRCols = kRColsPerWarp * (kRThreads / kWarp);  // 8 columns per block
-constexpr int kRStage = 32;                                  // tokens staged per barrier pair
-constexpr int kRSlabLd = kRCols + 1;                         // the state slab's row stride (floats)
-constexpr int kRMaxPer = 32;                                 // Dk ≤ kRSlices · kRMaxPer = 512
+constexpr int kRWarps = kRThreads / kWarp;
+constexpr int kRSlices = 16;                     // row slices: lanes per column
+constexpr int kRColsPerWarp = kWarp / kRSlices;  // 2
+constexpr int kRCols = kRColsPerWarp * kRWarps;  // 8 columns per block
+constexpr int kRStage = 32;                      // tokens staged per barrier pair
+constexpr int kRSlabLd = kRCols + 1;             // the state slab's row stride (floats)
+constexpr int kRMaxPer = 32;                     // Dk ≤ kRSlices · kRMaxPer = 512
 
-// Dynamic shared memory (floats): q̂, k̂ [kRStage, Dk] each, v [kRStage, kRCols], qf, kf, e^g, β [kRStage]
-// each. Before the first stage and after the last, the state slab [Dk, kRSlabLd] over q̂ and k̂.
+// The lane's kPer floats of a shared row at `p` (16-byte aligned when kPer is a multiple of 4).
+template <int kPer>
+__device__ __forceinline__ void load_rows(const float* p, float (&v)[kPer]) {
+  if constexpr (kPer % 4 == 0) {
+#pragma unroll
+    for (int i = 0; i < kPer; i += 4) {
+      const float4 f = *reinterpret_cast<const float4*>(p + i);
+      v[i] = f.x, v[i + 1] = f.y, v[i + 2] = f.z, v[i + 3] = f.w;
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < kPer; ++i) v[i] = p[i];
+  }
+}
+
+// Dynamic shared memory (floats): q̂, k̂ [kRStage, Dp] each, v [kRStage, kRCols], e^g, β [kRStage] each.
+// Before the first stage and after the last, the state slab [Dk, kRSlabLd] over q̂ and k̂.
 template <int kPer>
 __global__ void __launch_bounds__(kRThreads) gated_deltanet_kernel(const GatedDeltaNetArgs a) {
-  extern __shared__ float smem[];
+  extern __shared__ __align__(16) float smem[];
+  constexpr int kDp = kRSlices * kPer, kM = (kDp + kWarp - 1) / kWarp;  // a lane's elements of a staged row
   const int64_t Dk = a.Dk, Dv = a.Dv, col_blocks = (Dv + kRCols - 1) / kRCols;
   const int64_t h = blockIdx.x / col_blocks, j0 = blockIdx.x % col_blocks * kRCols;
   const int64_t kh = h / (a.Hv / a.Hk);
   const int tid = threadIdx.x, warp = tid / kWarp, lane = tid % kWarp;
   const int c = warp * kRColsPerWarp + lane % kRColsPerWarp, s = lane / kRColsPerWarp;
   const int ncols = static_cast<int>(Dv - j0 < kRCols ? Dv - j0 : kRCols);
-  float* qs = smem;               // [kRStage, Dk]: q̂ of token t0 + j
-  float* ks = qs + kRStage * Dk;  // [kRStage, Dk]: k̂
-  float* vs = ks + kRStage * Dk;  // [kRStage, kRCols]: v[t0 + j, h, j0 + c]
-  float* qf = vs + kRStage * kRCols;
-  float* kf = qf + kRStage;
-  float* decay = kf + kRStage;    // e^g
-  float* beta = decay + kRStage;  // β
-  float* slab = smem;             // [Dk, kRSlabLd]: S[h][d][j0 + c], only outside the stages
+  float* qs = smem;                      // [kRStage, kDp]: q̂ of token t0 + j
+  float* ks = qs + kRStage * kDp;        // [kRStage, kDp]: k̂
+  float* vs = ks + kRStage * kDp;        // [kRStage, kRCols]: v[t0 + j, h, j0 + c]
+  float* decay = vs + kRStage * kRCols;  // e^g
+  float* beta = decay + kRStage;         // β
+  float* slab = smem;                    // [Dk, kRSlabLd]: S[h][d][j0 + c], only outside the stages
   // S[h] [Dk, Dv] in state [Hv, Dk, Dv]; this block's columns j0 … j0 + ncols − 1.
   float* Sg = a.state + h * Dk * Dv + j0;
   cuda::strided(
@@ -65,17 +81,49 @@ __global__ void __launch_bounds__(kRThreads) gated_deltanet_kernel(const GatedDe
   __syncthreads();
   float S[kPer];
 #pragma unroll
-  for (int i = 0; i < kPer; ++i)
-    S[i] = s + kRSlices * i < Dk ? slab[(s + kRSlices * i) * kRSlabLd + c] : 0.0f;
+  for (int i = 0; i < kPer; ++i) S[i] = kPer * s + i < Dk ? slab[(kPer * s + i) * kRSlabLd + c] : 0.0f;
   const float neg_A = -expf(cuda::mixer::param(a.A_log, h)), bias = cuda::mixer::param(a.dt_bias, h);
   const float q_scale = 1.0f / sqrtf(static_cast<float>(Dk));
   for (int64_t t0 = 0; t0 < a.T; t0 += kRStage) {
     const int nt = static_cast<int>(a.T - t0 < kRStage ? a.T - t0 : kRStage);
     __syncthreads();  // the previous stage's (or the slab's) reads are done
-    for (int64_t i = tid; i < nt * Dk; i += kRThreads) {
-      const int64_t t = t0 + i / Dk, d = i % Dk;
-      qs[i] = a.q[t * a.q_st + kh * a.q_sh + d];
-      ks[i] = a.k[t * a.k_st + kh * a.k_sh + d];
+    // Rows r ≡ warp (mod 4), two at a time (both rows' loads in flight together): lane holds d = lane + 32·m;
+    // the sums of squares in d order over the lane, then the warp's butterfly; the factors the CPU's
+    // normalize() multiplies by.
+    for (int r0 = warp; r0 < nt; r0 += 2 * kRWarps) {
+      float qv[2][kM], kv[2][kM];
+#pragma unroll
+      for (int u = 0; u < 2; ++u) {
+        const int64_t t = t0 + r0 + u * kRWarps;
+        const bool live = r0 + u * kRWarps < nt;
+#pragma unroll
+        for (int m = 0; m < kM; ++m) {
+          const int64_t d = lane + kWarp * m;
+          qv[u][m] = live && d < Dk ? a.q[t * a.q_st + kh * a.q_sh + d] : 0.0f;
+          kv[u][m] = live && d < Dk ? a.k[t * a.k_st + kh * a.k_sh + d] : 0.0f;
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < 2; ++u) {
+        const int r = r0 + u * kRWarps;
+        float qq = 0, kk = 0;
+#pragma unroll
+        for (int m = 0; m < kM; ++m) {
+          qq += qv[u][m] * qv[u][m];
+          kk += kv[u][m] * kv[u][m];
+        }
+        qq = cuda::mixer::warp_sum(qq);
+        kk = cuda::mixer::warp_sum(kk);
+        const float fq = a.qk_l2norm ? q_scale * (1.0f / sqrtf(qq + a.eps)) : q_scale;
+        const float fk = a.qk_l2norm ? 1.0f / sqrtf(kk + a.eps) : 1.0f;
+        if (r < nt)
+#pragma unroll
+          for (int m = 0; m < kM; ++m)
+            if (const int d = lane + kWarp * m; d < kDp) {
+              qs[r * kDp + d] = qv[u][m] * fq;
+              ks[r * kDp + d] = kv[u][m] * fk;
+            }
+      }
     }
     for (int i = tid; i < nt * kRCols; i += kRThreads) {
       const int j = i / kRCols, cc = i % kRCols;
@@ -87,38 +135,25 @@ __global__ void __launch_bounds__(kRThreads) gated_deltanet_kernel(const GatedDe
       beta[tid] = 1.0f / (1.0f + expf(-a.b[t * a.b_st + h * a.b_sh]));
     }
     __syncthreads();
-    // The factors the CPU's normalize() multiplies by, one warp per row (rows 0 … nt − 1 the q rows, nt …
-    // 2nt − 1 the k rows), then the row times its factor in place (each lane rescales the elements it read).
-    for (int r = warp; r < 2 * nt; r += kRThreads / kWarp) {
-      float* row = r < nt ? qs + r * Dk : ks + (r - nt) * Dk;
-      float ss = 0;
-      for (int64_t d = lane; d < Dk; d += kWarp) ss += row[d] * row[d];
-      ss = cuda::mixer::warp_sum(ss);
-      const float l2 = a.qk_l2norm ? 1.0f / sqrtf(ss + a.eps) : 1.0f;
-      const float f = r < nt ? (a.qk_l2norm ? q_scale * l2 : q_scale) : l2;
-      for (int64_t d = lane; d < Dk; d += kWarp) row[d] = row[d] * f;
-    }
-    __syncthreads();
     for (int j = 0; j < nt; ++j) {
-      const float* qr = qs + j * Dk;
-      const float* kr = ks + j * Dk;
+      float kr[kPer], qr[kPer];
+      load_rows<kPer>(ks + j * kDp + kPer * s, kr);
       const float e = decay[j];
       // Sᵀk of the state before the decay: the lane's rows, then over the 16 slices of column c.
       float part = 0;
 #pragma unroll
-      for (int i = 0; i < kPer; ++i)
-        if (s + kRSlices * i < Dk) part += kr[s + kRSlices * i] * S[i];
+      for (int i = 0; i < kPer; ++i) part += kr[i] * S[i];
 #pragma unroll
-      for (int o = kRColsPerWarp; o < kWarp; o *= 2) part += __shfl_xor_sync(0xffffffffu, part, o);
+      for (int m = kRColsPerWarp; m < kWarp; m *= 2) part += __shfl_xor_sync(0xffffffffu, part, m);
       const float vp = beta[j] * (vs[j * kRCols + c] - e * part);
       // S ← e·S + k̂ v'ᵀ and o = Sᵀq̂ over the lane's rows, then over the slices.
+      load_rows<kPer>(qs + j * kDp + kPer * s, qr);
       float o = 0;
 #pragma unroll
-      for (int i = 0; i < kPer; ++i)
-        if (s + kRSlices * i < Dk) {
-          S[i] = e * S[i] + kr[s + kRSlices * i] * vp;
-          o += qr[s + kRSlices * i] * S[i];
-        }
+      for (int i = 0; i < kPer; ++i) {
+        S[i] = e * S[i] + kr[i] * vp;
+        o += qr[i] * S[i];
+      }
 #pragma unroll
       for (int m = kRColsPerWarp; m < kWarp; m *= 2) o += __shfl_xor_sync(0xffffffffu, o, m);
       if (s == 0 && c < ncols) a.out[(t0 + j) * a.o_st + h * a.o_sh + j0 + c] = o;
@@ -127,29 +162,44 @@ __global__ void __launch_bounds__(kRThreads) gated_deltanet_kernel(const GatedDe
   __syncthreads();  // the last stage's reads of q̂ and k̂ are done: the slab may take their place
 #pragma unroll
   for (int i = 0; i < kPer; ++i)
-    if (s + kRSlices * i < Dk) slab[(s + kRSlices * i) * kRSlabLd + c] = S[i];
+    if (kPer * s + i < Dk) slab[(kPer * s + i) * kRSlabLd + c] = S[i];
   __syncthreads();
   for (int64_t i = tid; i < Dk * kRCols; i += kRThreads)
     if (i % kRCols < ncols) Sg[i / kRCols * Dv + i % kRCols] = slab[i / kRCols * kRSlabLd + i % kRCols];
 }
 
+// The rows of S a lane holds for Dk: the power of two ≥ ⌈Dk / 16⌉ (the kernels are built for 1 … 32).
+int rows_per_lane(int64_t Dk) {
+  int per = 1;
+  while (per * kRSlices < Dk) per *= 2;
+  if (per > kRMaxPer)
+    throw_error(ErrorCode::unsupported, "gated_deltanet: key head width {} exceeds the CUDA kernel's {}", Dk,
+                kRSlices * kRMaxPer);
+  return per;
+}
+
 int64_t shared_bytes(const GatedDeltaNetArgs& a) {
-  const int64_t stage = 2 * kRStage * a.Dk + kRStage * kRCols + 4 * kRStage, slab = a.Dk * kRSlabLd;
+  const int64_t dp = kRSlices * rows_per_lane(a.Dk);
+  const int64_t stage = 2 * kRStage * dp + kRStage * kRCols + 2 * kRStage, slab = a.Dk * kRSlabLd;
   return 4 * (stage > slab ? stage : slab);
 }
 
-// The recurrence's kernel for Dk: the fewest rows per lane that hold Dk (Dk ≤ 512).
 using RecurrenceKernel = void (*)(GatedDeltaNetArgs);
 RecurrenceKernel recurrence_kernel(int64_t Dk) {
-  const int64_t per = (Dk + kRSlices - 1) / kRSlices;
-  if (per <= 1) return gated_deltanet_kernel<1>;
-  if (per <= 2) return gated_deltanet_kernel<2>;
-  if (per <= 4) return gated_deltanet_kernel<4>;
-  if (per <= 8) return gated_deltanet_kernel<8>;
-  if (per <= 16) return gated_deltanet_kernel<16>;
-  if (per <= kRMaxPer) return gated_deltanet_kernel<kRMaxPer>;
-  throw_error(ErrorCode::unsupported, "gated_deltanet: key head width {} exceeds the CUDA kernel's {}", Dk,
-              kRSlices * kRMaxPer);
+  switch (rows_per_lane(Dk)) {
+    case 1:
+      return gated_deltanet_kernel<1>;
+    case 2:
+      return gated_deltanet_kernel<2>;
+    case 4:
+      return gated_deltanet_kernel<4>;
+    case 8:
+      return gated_deltanet_kernel<8>;
+    case 16:
+      return gated_deltanet_kernel<16>;
+    default:
+      return gated_deltanet_kernel<kRMaxPer>;
+  }
 }
 
 // ---- the chunked WY form ----
