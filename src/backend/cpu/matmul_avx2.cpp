@@ -54,10 +54,34 @@ struct V256 {
   static F set1(float x) { return _mm256_set1_ps(x); }
   static F mul(F a, F b) { return _mm256_mul_ps(a, b); }
   static F add(F a, F b) { return _mm256_add_ps(a, b); }
+  // Decode's lookup of packed values (matmul_tile::packed_tile; matmul_avx512.cpp says how): B ≤ 3, one
+  // register, w(j mod 2^B) in lane j, and vpermps reads an index's bits 0-2 only. 4 bits and more unpack: 16
+  // entries take two permutes and a blend, no fewer instructions than the unpack.
+  template <int B>
+  static constexpr int lut_regs = B <= 3 ? 1 : 0;
+  template <int B>
+  static void make_lut(F s, F b, F* lut) {
+    const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256i q = B < 3 ? _mm256_and_si256(iota, _mm256_set1_epi32((1 << B) - 1)) : iota;
+    lut[0] = add(mul(_mm256_cvtepi32_ps(q), s), b);
+  }
+  // 8 values of B bits at p (B bytes; Wide: 4 bytes may be read), lane j shifted by B·j, looked up.
+  template <int B, bool Wide>
+  static F lookup(const uint8_t* p, const F* lut) {
+    __m256i w;
+    if constexpr (Wide) {
+      w = _mm256_castps_si256(_mm256_broadcast_ss(reinterpret_cast<const float*>(p)));
+    } else {
+      uint32_t u = 0;
+      std::memcpy(&u, p, B);
+      w = _mm256_set1_epi32(static_cast<int>(u));
+    }
+    const __m256i shift =
+        B == 2 ? _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14) : _mm256_setr_epi32(0, 3, 6, 9, 12, 15, 18, 21);
+    return _mm256_permutevar8x32_ps(lut[0], _mm256_srlv_epi32(w, shift));
+  }
   // 8 values of B bits (B bytes): each lane's two bytes shuffled into place, shifted, masked.
   // Wide: 16 bytes may be read at p (else exactly B, through a copy).
-  template <int B>
-  static constexpr int lut_regs = 0;  // no lookup tables: decode unpacks (matmul_avx512.cpp)
   template <int B, bool Wide>
   static F unpack(const uint8_t* p) {
     if constexpr (B == 8)  // one byte a lane: widen the 8 bytes directly
