@@ -1,8 +1,13 @@
 // keel bench -m DIR [--random-weights [--quantize B [--group-size G]]] [--prompt-lengths 1024,4096,…] [--gen
-// N] [--prefill-chunk-size N]
+// N] [--prefill-chunk-size N] [--depth D | --parallel P]
 //            [--memory-limit X] [-t N] [--seed S] [--json FILE] [--plot FILE.png]
-// For each prompt length: a fresh sequence prefilled through the Scheduler (the server's path), then N decode
-// tokens. One row per length: prefill and decode tokens/s, and memory as the pool and the kernel see it:
+// For each prompt length L: a fresh sequence prefilled through the Scheduler (the server's path), then N
+// decode tokens. --depth D (llama-bench's -d): the sequence first holds D tokens of context (prefilled in the
+// same request, untimed: D a multiple of the chunk, so the L new tokens start on a step boundary), and the
+// row's prefill figure is L new tokens after D, its decode after D + L. --parallel P: P sequences of L tokens
+// each at once (P slots), prefill P·L tokens over the time to the last first token, decode the tokens of all
+// P from then on over the time to the last (aggregate tok/s: the scheduler's batched decode steps). One row
+// per length: prefill and decode tokens/s, and memory as the pool and the kernel see it:
 //   loaded      the pool's bytes before the row (weights: reserved when mmap'd, allocated when random)
 //   peak        the pool's high-water mark over the prefill steps
 //   VmHWM       the process's peak resident set over the prefill (reset at the row's start, after
@@ -52,6 +57,8 @@ struct BenchArgs {
   int quantize_bits = 0, group_size = 64;  // --quantize B [--group-size G]: random weights MLX-packed
   std::vector<int64_t> prompt_lengths{1024, 2048, 4096};
   int64_t gen = 16;
+  int64_t depth = 0;  // --depth: context tokens before the measured prompt (a multiple of the chunk)
+  int parallel = 1;   // --parallel: sequences at once
   int64_t prefill_chunk = 512;
   std::string memory_limit;
   int threads = 0;
@@ -62,7 +69,9 @@ struct BenchArgs {
 };
 
 struct Row {
-  int64_t prompt_tokens = 0;
+  int64_t prompt_tokens = 0;  // new tokens per sequence
+  int64_t depth = 0;          // context before them
+  int parallel = 1;           // sequences
   double prefill_tok_s = 0, decode_tok_s = 0;
   int64_t loaded = 0, peak = 0, process_peak = 0, process_before = 0, state = 0, planned = 0;
   int64_t measured_max = 0;  // largest per-step transient the scheduler measured in the prefill
@@ -94,8 +103,10 @@ class BenchSink final : public RequestSink {
     const Clock::time_point now = Clock::now();
     if (n_tokens++ == 0) first = now;
     last = now;
+    times.push_back(now);
     return true;
   }
+  std::vector<Clock::time_point> times;  // each token's arrival
   void on_finish(FinishReason, const Error* e) override {
     if (e) error = e->what();
   }
@@ -120,40 +131,66 @@ Row bench_one(Model& model, MemoryPool& pool, const BenchArgs& a, int64_t L) {
   const int64_t free0 = device_free_bytes(a.device);
   if (free0 >= 0) row.outside = 0;
   row.prompt_tokens = L;
+  row.depth = a.depth;
+  row.parallel = a.parallel;
   row.loaded = pool.in_use();
+  const int64_t P = a.parallel, ctx = a.depth + L + a.gen + 1;
   SchedulerConfig sc;
-  sc.n_slots = 1;
-  sc.ctx_size = L + a.gen + 1;
+  sc.n_slots = a.parallel;
+  sc.ctx_size = ctx;
   sc.prefill_chunk_size = a.prefill_chunk;
   sc.prompt_cache_entries = 0;  // every row starts cold and ends at the baseline
   Scheduler sched(model, pool, sc);
-  auto sink = std::make_shared<BenchSink>();
-  Request req;
-  req.prompt = bench_prompt(L, model.vocab_size(), a.seed + static_cast<uint64_t>(L));
-  req.max_new_tokens = a.gen + 1;  // the prefill's token, then `gen` decode tokens
-  req.chooser = std::make_unique<ArgmaxChooser>();
-  req.sink = sink;
-  row.state = model.state_bytes(L, L + a.gen + 1);
+  std::vector<std::shared_ptr<BenchSink>> sinks;
+  std::vector<Request> reqs;
+  for (int64_t s = 0; s < P; ++s) {
+    sinks.push_back(std::make_shared<BenchSink>());
+    Request req;
+    // one prompt per sequence (no prefix shared between them, and none with another row's)
+    req.prompt =
+        bench_prompt(a.depth + L, model.vocab_size(),
+                     a.seed + static_cast<uint64_t>(a.depth + L) + 1000003ull * static_cast<uint64_t>(s));
+    req.max_new_tokens = a.gen + 1;  // the prefill's token, then `gen` decode tokens
+    req.chooser = std::make_unique<ArgmaxChooser>();
+    req.sink = sinks.back();
+    reqs.push_back(std::move(req));
+  }
+  row.state = P * model.state_bytes(a.depth + L, ctx);
 
   malloc_trim(0);
   reset_process_peak_rss();
   row.process_before = process_rss();
   const Clock::time_point start = Clock::now();
   try {
-    sched.submit(std::move(req));
+    for (Request& r : reqs) sched.submit(std::move(r));
   } catch (const Error& e) {
     row.error = e.what();
     return row;
   }
+  const auto all_started = [&] {
+    for (const auto& k : sinks)
+      if (k->n_tokens == 0 && k->error.empty()) return false;
+    return true;
+  };
+  // --depth: the new tokens' prefill starts after the depth / chunk steps that hold the context.
+  const int64_t depth_steps = a.depth / a.prefill_chunk;
+  Clock::time_point new_start = start;
   bool prefilling = true;
+  int64_t steps = 0;
   while (sched.step()) {
+    ++steps;
+    if (steps == depth_steps) {
+      new_start = Clock::now();
+      if (sched.stats().shrunk_steps > 0)
+        row.error = "a context step was cut to fit memory: the depth does not end on a step boundary";
+    }
     if (free0 >= 0) row.outside = std::max(row.outside, free0 - device_free_bytes(a.device));
     if (!prefilling) continue;
     const SchedulerStats& st = sched.stats();
     row.peak = std::max(row.peak, pool.peak());
     row.planned = std::max(row.planned, st.last_planned_transient);
     row.measured_max = std::max(row.measured_max, st.last_measured_transient);
-    if (sink->n_tokens > 0 || !sink->error.empty()) {
+    if (all_started()) {
       prefilling = false;
       row.process_peak = process_peak_rss();
     }
@@ -163,13 +200,28 @@ Row bench_one(Model& model, MemoryPool& pool, const BenchArgs& a, int64_t L) {
   row.shrunk_steps = st.shrunk_steps;
   row.failed_steps = st.failed_steps;
   row.plan_exceeded = st.plan_exceeded;
-  row.error = sink->error;
+  for (const auto& k : sinks)
+    if (!k->error.empty()) row.error += (row.error.empty() ? "" : "; ") + k->error;
   const auto secs = [](Clock::duration d) { return std::chrono::duration<double>(d).count(); };
-  if (sink->n_tokens > 0) {
-    row.prefill_tok_s = static_cast<double>(L) / secs(sink->first - start);
-    if (sink->n_tokens > 1)
-      row.decode_tok_s = static_cast<double>(sink->n_tokens - 1) / secs(sink->last - sink->first);
-    row.prefill_steps -= sink->n_tokens - 1;  // one step per decode token
+  Clock::time_point first = start, last = start;  // the last sequence's first token; the last token
+  int64_t decode_steps = 0;
+  bool started = true;
+  for (const auto& k : sinks) {
+    if (k->n_tokens == 0) {
+      started = false;
+      continue;
+    }
+    first = std::max(first, k->first);
+    last = std::max(last, k->last);
+    decode_steps = std::max(decode_steps, k->n_tokens - 1);
+  }
+  if (started) {
+    row.prefill_tok_s = static_cast<double>(P * L) / secs(first - new_start);
+    int64_t decoded = 0;  // tokens of every sequence after `first` (each a decode step's)
+    for (const auto& k : sinks)
+      for (const Clock::time_point t : k->times) decoded += t > first;
+    if (decoded > 0 && last > first) row.decode_tok_s = static_cast<double>(decoded) / secs(last - first);
+    row.prefill_steps -= decode_steps;  // the steps after the last first token decode (P at a time)
   }
   if (pool.in_use() != row.loaded)
     row.error += fmt::format("{}pool holds {} bytes after the row, {} before", row.error.empty() ? "" : "; ",
@@ -179,6 +231,8 @@ Row bench_one(Model& model, MemoryPool& pool, const BenchArgs& a, int64_t L) {
 
 nlohmann::json row_json(const Row& r) {
   nlohmann::json j = {{"prompt_tokens", r.prompt_tokens},
+                      {"depth", r.depth},
+                      {"parallel", r.parallel},
                       {"prefill_tok_s", r.prefill_tok_s},
                       {"decode_tok_s", r.decode_tok_s},
                       {"loaded_bytes", r.loaded},
@@ -204,6 +258,11 @@ std::string mib(int64_t bytes) {
 }
 
 void print_table(const std::vector<Row>& rows) {
+  if (!rows.empty() && rows[0].depth > 0)
+    fmt::print("after {} tokens of context: prefill of the new tokens, decode after both\n", rows[0].depth);
+  if (!rows.empty() && rows[0].parallel > 1)
+    fmt::print("{} sequences at once: aggregate prefill and decode tokens/s, memory of all of them\n",
+               rows[0].parallel);
   const char* head = "{:>8} {:>11} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6} {:>8}\n";
   fmt::print(fmt::runtime(head), "prompt", "prefill t/s", "decode t/s", "loaded", "peak", "VmHWM", "state",
              "transient", "planned", "VmHWM tr.", "steps", "outside");
@@ -245,6 +304,8 @@ std::string command_line(const BenchArgs& a) {
   for (size_t i = 0; i < a.prompt_lengths.size(); ++i)
     s += (i ? "," : "") + std::to_string(a.prompt_lengths[i]);
   s += fmt::format(" --gen {} --prefill-chunk-size {}", a.gen, a.prefill_chunk);
+  if (a.depth > 0) s += fmt::format(" --depth {}", a.depth);
+  if (a.parallel > 1) s += fmt::format(" --parallel {}", a.parallel);
   if (!a.memory_limit.empty()) s += " --memory-limit " + a.memory_limit;
   if (a.threads > 0) s += fmt::format(" -t {}", a.threads);
   if (a.device != "cpu") s += " --device " + a.device;
@@ -283,14 +344,16 @@ void bench(const BenchArgs& a) {
   {
     BenchArgs warm = a;
     warm.gen = 1;
+    warm.depth = 0;
+    warm.parallel = 1;
     bench_one(model, pool, warm, std::min<int64_t>(a.prefill_chunk, 64));
   }
   std::vector<Row> rows;
   for (int64_t L : a.prompt_lengths) {
-    if (model.context_limit() > 0 && L + a.gen + 1 > model.context_limit())
+    if (model.context_limit() > 0 && a.depth + L + a.gen + 1 > model.context_limit())
       fmt::print(stderr,
                  "keel bench: note: {} tokens is past the model's {} positions (memory is still measured)\n",
-                 L + a.gen + 1, model.context_limit());
+                 a.depth + L + a.gen + 1, model.context_limit());
     rows.push_back(bench_one(model, pool, a, L));
     const Row& r = rows.back();
     if (r.prefill_steps == 0 && !r.error.empty())
@@ -321,6 +384,8 @@ void bench(const BenchArgs& a) {
                     {"group_size", a.quantize_bits ? nlohmann::json(a.group_size) : nlohmann::json()}};
     out["settings"] = {{"gen", a.gen},
                        {"prefill_chunk_size", a.prefill_chunk},
+                       {"depth", a.depth},
+                       {"parallel", a.parallel},
                        {"memory_limit_bytes", limit},
                        {"threads", be.threads() ? be.threads()->size() : 0}};
     out["rows"] = nlohmann::json::array();
@@ -379,6 +444,14 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--prefill-chunk-size", a->prefill_chunk, "Prompt tokens per step at most (default 512)")
       ->check(CLI::PositiveNumber);
   cmd->add_option(
+         "--depth", a->depth,
+         "Context tokens before each row's prompt (llama-bench -d; a multiple of the prefill chunk): "
+         "prefill is then of the new tokens after them, decode after both")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--parallel", a->parallel,
+                  "Sequences at once (slots): prefill and decode figures are their aggregate tokens/s")
+      ->check(CLI::Range(1, 1024));
+  cmd->add_option(
       "--memory-limit", a->memory_limit,
       "Memory budget: bytes (\"12GiB\") or a fraction of RAM (\"0.5\"); default: what is free now, less a "
       "margin");
@@ -392,6 +465,13 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--plot", a->plot_path, "Draw peak and transient memory against prompt length to this PNG");
   cmd->callback([a] {
     if (a->dir.empty()) a->dir = default_model_dir();
+    if (a->depth % a->prefill_chunk != 0)
+      throw_error(ErrorCode::invalid_argument,
+                  "bench: --depth {} is not a multiple of --prefill-chunk-size {} (the new tokens must start "
+                  "on a step boundary to be timed alone)",
+                  a->depth, a->prefill_chunk);
+    if (a->depth > 0 && a->parallel > 1)
+      throw_error(ErrorCode::invalid_argument, "bench: --depth with one sequence (--parallel 1) only");
     if (a->quantize_bits && !a->random_weights)
       throw_error(ErrorCode::invalid_argument,
                   "bench: --quantize makes random packed weights (with --random-weights); for a model's own "
