@@ -8,6 +8,7 @@
 // every test skips, saying so. CudaMlxFolders: the MLX folders of every family (8 to 2 bits, groups 64 and
 // 32, tests/models/mlx_folder_check.h) on CUDA — the packed GEMV for decode and the packed tensor-core tiles
 // for prefill — against transformers on the dequantized weights and keel's dense run of them, within 1e-3.
+// F16Cache*: the same prompt and decode checks over an f16 KV cache, at the CPU's f16 bars.
 #include <string>
 
 #include "../models/mlx_folder_check.h"
@@ -41,6 +42,16 @@ TEST_P(CudaModels, DecodeTeacherForcedMatchesReference) {
 TEST_P(CudaModels, FreeGreedyMatchesReference) {
   REQUIRE_GPU();
   check_free_greedy(GetParam().name, 1e-3, TestBackend::cuda);
+}
+// --cache-type f16 on CUDA (the tensor-core kernel over an f16 cache, and the decode kernel): against
+// transformers' f32 cache within the f16 rounding's bar, the CPU's f16 test's (tests/models/qwen3_test.cpp).
+TEST_P(CudaModels, F16CachePromptLogprobsMatchReference) {
+  REQUIRE_GPU();
+  check_prompt_logprobs(GetParam().name, 3e-2, TestBackend::cuda, DType::f16);
+}
+TEST_P(CudaModels, F16CacheDecodeTeacherForcedMatchesReference) {
+  REQUIRE_GPU();
+  check_decode_teacher_forced(GetParam().name, 1e-2, TestBackend::cuda, DType::f16);
 }
 TEST_P(CudaModels, ChunkedPrefillMatchesOneShot) {
   REQUIRE_GPU();

@@ -131,8 +131,8 @@ TEST(Attention, ChunkedPrefillAndLoneRowsEqualOneShotBitwise) {
 }
 
 // An f16 cache (--cache-type f16): the same op over K and V as stored, widened exactly — against the float64
-// reference on those f16 values, and batch invariant as the f32 cache is. Backends whose attention reads f32
-// only (CUDA) refuse it with Error(unsupported) before any work.
+// reference on those f16 values, and batch invariant as the f32 cache is. A backend whose attention reads f32
+// only would refuse it with Error(unsupported) before any work (every backend here reads f16).
 // Two head ratios: 4 query heads a KV head (a lone row's heads walk a key tile together) and 16 (four
 // groups of 4 walk each widened tile), so a kernel that treats the two differently is checked on both.
 TEST(Attention, F16CacheMatchesReferenceAndIsBatchInvariant) {
@@ -172,6 +172,37 @@ TEST(Attention, F16CacheMatchesReferenceAndIsBatchInvariant) {
         EXPECT_TRUE(bitwise_equal(row, whole.slice(0, i, 1))) << "row " << i;
       }
     }
+}
+
+// The f16 cache over the shapes MatchesReference walks (CUDA: the tensor-core kernel over f16 tiles with
+// head_dim 256 in two value slabs and a misaligned D ≠ Dv, the f16 decode kernel over split runs, the tile
+// kernel for head_dim 512), against the float64 reference on the same f16 values.
+TEST(Attention, F16CacheShapesMatchReference) {
+  KEEL_TEST_RNG(rng);
+  const Case cases[] = {
+      {1, 2, 2, 64, 64, 0},        {1, 8, 2, 128, 128, 200},   {37, 8, 1, 64, 64, 0},
+      {70, 4, 4, 256, 256, 59},    {3, 2, 1, 512, 512, 130},   {21, 6, 3, 72, 40, 5},
+      {1, 8, 2, 128, 128, 3000},   {16, 4, 2, 64, 48, 1500},   {5, 16, 2, 256, 256, 700},
+      {200, 4, 2, 128, 128, 1000}, {130, 4, 1, 256, 256, 300},
+  };
+  for (OpBackend* ob : op_backends()) {
+    if (!ob->be().supports(Op::attention, DType::f16)) continue;
+    SCOPED_TRACE(ob->name);
+    for (const Case& c : cases) {
+      SCOPED_TRACE(::testing::Message() << "T=" << c.T << " n_q=" << c.n_q << " n_kv=" << c.n_kv
+                                        << " D=" << c.D << " Dv=" << c.Dv << " offset=" << c.offset);
+      const int64_t L = c.offset + c.T;
+      Tensor k = random_tensor(*ob, rng, DType::f16, {L + 3, c.n_kv, c.D}, 1.0, "k cache");
+      Tensor v = random_tensor(*ob, rng, DType::f16, {L + 3, c.n_kv, c.Dv}, 1.0, "v cache");
+      Tensor q = random_tensor(*ob, rng, DType::f32, {c.T, c.n_q, c.D}, 3.0);
+      Tensor out = nan_tensor(*ob, {c.T, c.n_q, c.Dv});
+      ops::attention(ob->be(), q, k, v, out, {c.offset, std::nullopt});
+      const std::vector<double> ref =
+          ref::attention(c.T, c.n_q, c.n_kv, c.D, c.Dv, c.offset, 1.0 / std::sqrt(double(c.D)), values(q),
+                         values(k.slice(0, 0, L)), values(v.slice(0, 0, L)));
+      EXPECT_TRUE(all_close(out, ref, kAtolScale * max_abs(ref), kRtol));
+    }
+  }
 }
 
 // store_kv_rows into an f16 cache rounds as IEEE binary16 does (the compiler's _Float16 conversion is the

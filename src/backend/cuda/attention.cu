@@ -45,6 +45,24 @@ constexpr float kNegInf = -__builtin_huge_valf();
 constexpr int64_t kMaxSplits = 32;     // key runs of a split step at most
 constexpr int64_t kMinSplitTiles = 4;  // key tiles per run at least (256 keys)
 
+// A cache element widened to f32 (T: float for an f32 cache, __half for an f16 one; widening is exact).
+__device__ __forceinline__ float widen(float x) {
+  return x;
+}
+__device__ __forceinline__ float widen(__half x) {
+  return __half2float(x);
+}
+// Four consecutive cache elements at p (aligned to four elements), widened.
+__device__ __forceinline__ float4 widen4(const float* p) {
+  return *reinterpret_cast<const float4*>(p);
+}
+__device__ __forceinline__ float4 widen4(const __half* p) {
+  const uint2 u = *reinterpret_cast<const uint2*>(p);
+  const float2 lo = __half22float2(*reinterpret_cast<const __half2*>(&u.x));
+  const float2 hi = __half22float2(*reinterpret_cast<const __half2*>(&u.y));
+  return make_float4(lo.x, lo.y, hi.x, hi.y);
+}
+
 // Dynamic shared memory (floats): the tile's scores, then probabilities, transposed [kKeyTile, kRows] (first:
 // 16-byte aligned, a key's kRows probabilities are read as float4s), the Q tile [kRows, D], a K or V stage
 // [kSub, ld] with ld = max(D, Dv) + 1 (odd: lanes reading different keys hit different banks), and the rows'
@@ -59,6 +77,7 @@ int64_t shared_bytes(const AttentionArgs& a) {
 // Grid: ⌈T / kRows⌉ · n_q blocks (the heads of one tile consecutive: they share KV rows in L2) × S key runs
 // of `span` keys (a multiple of kKeyTile). S = 1 (part null): o normalized into a.out. S > 1: run s writes
 // part[s][t][h] = (o unnormalized [Dv], m, l) for combine_kernel.
+template <class T>
 __global__ void __launch_bounds__(kThreads)
     attention_kernel(const AttentionArgs a, const int64_t ld, const int64_t span, float* part) {
   extern __shared__ float4 smem_f4[];  // (declared as float4: P is read as float4s)
@@ -67,8 +86,8 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t h = blockIdx.x % a.n_q, i0 = blockIdx.x / a.n_q * kRows;
   const int rows = static_cast<int>(a.T - i0 < kRows ? a.T - i0 : kRows);
   const int64_t hk = h / (a.n_q / a.n_kv);
-  const float* K = static_cast<const float*>(a.k) + hk * a.k_sh;  // key j at K + j·k_st, [D]
-  const float* V = static_cast<const float*>(a.v) + hk * a.v_sh;  // value j at V + j·v_st, [Dv]
+  const T* K = static_cast<const T*>(a.k) + hk * a.k_sh;  // key j at K + j·k_st, [D]
+  const T* V = static_cast<const T*>(a.v) + hk * a.v_sh;  // value j at V + j·v_st, [Dv]
   float* P = smem;                   // [kKeyTile, kRows]: P[j * kRows + r], row r's score of key k0 + j
   float* Qs = P + kKeyTile * kRows;  // [kRows, D]: q[i0 + r, h] (zeros past T)
   float* KV = Qs + kRows * D;  // [kSub, ld]: keys or values kb … kb + kSub − 1 (zeros past the tile)
@@ -101,7 +120,7 @@ __global__ void __launch_bounds__(kThreads)
       __syncthreads();  // the stage and P are free (the previous tile's values and probabilities are used)
       for (int64_t i = tid; i < kSub * D; i += kThreads) {
         const int64_t j = i / D, d = i % D;
-        KV[j * ld + d] = kb + j < k1 ? K[(kb + j) * a.k_st + d] : 0.0f;
+        KV[j * ld + d] = kb + j < k1 ? widen(K[(kb + j) * a.k_st + d]) : 0.0f;
       }
       __syncthreads();
       // Lane: key kb + lane; warp: rows warp + kWarps·k (each key element read once for them). Rows past T
@@ -159,7 +178,7 @@ __global__ void __launch_bounds__(kThreads)
       __syncthreads();  // the stage is free (the keys' dot products are done)
       for (int64_t i = tid; i < kSub * Dv; i += kThreads) {
         const int64_t j = i / Dv, c = i % Dv;
-        KV[j * ld + c] = kb + j < k1 ? V[(kb + j) * a.v_st + c] : 0.0f;
+        KV[j * ld + c] = kb + j < k1 ? widen(V[(kb + j) * a.v_st + c]) : 0.0f;
       }
       __syncthreads();
       for (int j = 0; j < kSub; ++j) {
@@ -435,6 +454,221 @@ __global__ void __launch_bounds__(kThreads) mma_attention_kernel(const Attention
     }
 }
 
+// ---- prefill on the tensor cores over an f16 cache (--cache-type f16) -------------------------------------
+// mma_attention_kernel's tiles, order and online-softmax steps over a cache stored in f16. k and v are exact
+// in one f16 part, so q and p take two (hi + lo: the rounding of x, then of what it leaves — x's leading 22
+// bits; |q| < 65504, the f16 cache's own range) and each product two part products (lo·k, then hi·k, summed
+// on the tensor cores from zero, that sum added to the f32 sums) instead of six. p is carried as p·2^14
+// (a power of two: exact), so its lo part stays an f16 normal for p down to ~4e-9, and o is divided by the
+// same power at the end. A whole 64-key tile of K and of the slab's V is copied into shared memory as stored
+// (cp.async, 16 bytes a copy; element by element where a row is not 16-byte aligned) one tile ahead of the
+// products, two stages. The query tiles run last first (under the causal mask the last is the longest). A
+// row's result depends on its own q and keys only, as mma_attention_kernel's: lone rows, chunks and one shot
+// give the same bits. Reference: attention_kernel<__half> (the f32 math over the same widened cache) and
+// ops/reference.
+constexpr float kPScale = 16384.0f;  // 2^14: p·2^14 ≤ 16384 < 65504, an f16 normal for p ≥ 2^-28
+
+struct MmaF16Shape {
+  int Dp, ldq, ldk, ldv;  // D rounded up to 16; Q, K and V rows in shared memory (each 8 past its width)
+  bool async;             // D and Dv multiples of 8 and every K and V row 16-byte aligned: cp.async
+};
+MmaF16Shape mma_f16_shape(const AttentionArgs& a) {
+  const int Dp = static_cast<int>((a.D + 15) / 16 * 16);
+  const int Wp = static_cast<int>((std::min<int64_t>(a.Dv, kMmaSlab) + 15) / 16 * 16);
+  const auto al = [](const void* p, int64_t st, int64_t sh) {
+    return reinterpret_cast<uintptr_t>(p) % 16 == 0 && st % 8 == 0 && sh % 8 == 0;
+  };
+  const bool async = a.D % 8 == 0 && a.Dv % 8 == 0 && al(a.k, a.k_st, a.k_sh) && al(a.v, a.v_st, a.v_sh);
+  return {Dp, Dp + 8, Dp + 8, Wp + 8, async};
+}
+// Q's two parts [2][kMmaRows][ldq], then two stages of K [kKeyTile][ldk] and V [kKeyTile][ldv], f16.
+int64_t mma_f16_shared_bytes(const MmaF16Shape& s) {
+  return 2 * (2 * int64_t{kMmaRows} * s.ldq + 2 * int64_t{kKeyTile} * (s.ldk + s.ldv));
+}
+
+// Rows k0 … k0 + kKeyTile − 1 of `src` (row j at src + j·st, `cols` values) into dst [kKeyTile][ld],
+// columns [0, colsp): zeros past cols and for rows at or past k1 (masked keys and padding multiply as 0).
+__device__ __forceinline__ void load_f16_tile(const __half* src, int64_t st, int64_t k0, int64_t k1, int cols,
+                                              int colsp, __half* dst, int ld, bool async) {
+  if (async) {
+    const int chunks = colsp / 8;
+    for (int e = threadIdx.x; e < kKeyTile * chunks; e += kThreads) {
+      const int j = e / chunks, c = e % chunks * 8;
+      const bool live = k0 + j < k1 && c < cols;
+      cuda::cp_async_16(dst + j * ld + c, live ? src + (k0 + j) * st + c : src, live ? 16 : 0);
+    }
+  } else {
+    for (int e = threadIdx.x; e < kKeyTile * colsp; e += kThreads) {
+      const int j = e / colsp, c = e % colsp;
+      dst[j * ld + c] = k0 + j < k1 && c < cols ? src[(k0 + j) * st + c] : __float2half_rn(0.0f);
+    }
+  }
+}
+
+// (hi, lo) f16 parts of x.
+__device__ __forceinline__ void f16_parts(float x, __half& hi, __half& lo) {
+  hi = __float2half_rn(x);
+  lo = __float2half_rn(x - __half2float(hi));
+}
+
+__global__ void __launch_bounds__(kThreads)
+    mma_attention_f16_kernel(const AttentionArgs a, const MmaF16Shape sh) {
+  extern __shared__ uint4 smem_u4[];
+  __half* Qs = reinterpret_cast<__half*>(smem_u4);  // [2][kMmaRows][ldq]: hi, lo
+  __half* stages = Qs + 2 * kMmaRows * sh.ldq;      // [2]{K [kKeyTile][ldk], V [kKeyTile][ldv]}
+  const int64_t q_part = int64_t{kMmaRows} * sh.ldq, stage = int64_t{kKeyTile} * (sh.ldk + sh.ldv);
+  const int64_t q_tiles = (a.T + kMmaRows - 1) / kMmaRows;
+  const int64_t h = blockIdx.x % a.n_q, i0 = (q_tiles - 1 - blockIdx.x / a.n_q) * kMmaRows;
+  const int64_t c0 = static_cast<int64_t>(blockIdx.z) * kMmaSlab;  // the slab's first value column
+  const int W = static_cast<int>(a.Dv - c0 < kMmaSlab ? a.Dv - c0 : kMmaSlab), Wp = (W + 15) / 16 * 16;
+  const int rows = static_cast<int>(a.T - i0 < kMmaRows ? a.T - i0 : kMmaRows);
+  const int64_t hk = h / (a.n_q / a.n_kv);
+  const __half* K = static_cast<const __half*>(a.k) + hk * a.k_sh;       // key j at K + j·k_st, [D]
+  const __half* V = static_cast<const __half*>(a.v) + hk * a.v_sh + c0;  // value j's slab at V + j·v_st
+  const int tid = threadIdx.x, warp = tid / kWarp, lane = tid % kWarp, g = lane / 4, i = lane % 4;
+  const int Dp = sh.Dp;
+  for (int e = tid; e < kMmaRows * Dp; e += kThreads) {
+    const int r = e / Dp, d = e % Dp;
+    const float x = r < rows && d < a.D ? a.q[(i0 + r) * a.q_st + h * a.q_sh + d] : 0.0f;
+    f16_parts(x, Qs[r * sh.ldq + d], Qs[q_part + r * sh.ldq + d]);
+  }
+  const int w0 = warp * 16;  // the warp's first row in the block
+  const int64_t first = a.offset + i0;
+  // the warp's last live row's position (the warp computes tiles up to it), and the block's
+  const int64_t warp_last = first + (rows < w0 + 16 ? rows : w0 + 16) - 1, keys_end = first + rows;
+  const bool warp_live = w0 < rows;
+  float o[kSlabFrags][4] = {};  // 2^14 · o[i0 + w0 + g (+8), h, c0 + 8n + 2i (+1)], unnormalized
+  float m[2] = {kNegInf, kNegInf}, l[2] = {0, 0};  // rows w0 + g and w0 + g + 8
+  const int a_row = (lane % 8) + 8 * ((lane / 8) % 2), a_col = 8 * (lane / 16);
+  const int b_row = (lane % 8) + 8 * (lane / 16), b_col = 8 * ((lane / 8) % 2);
+  const int64_t tiles = (keys_end + kKeyTile - 1) / kKeyTile;
+  const auto copy_tile = [&](int64_t t) {  // tile t into stage t % 2, one cp.async group
+    __half* ks = stages + (t & 1) * stage;
+    const int64_t k0 = t * kKeyTile, k1 = k0 + kKeyTile < keys_end ? k0 + kKeyTile : keys_end;
+    load_f16_tile(K, a.k_st, k0, k1, static_cast<int>(a.D), Dp, ks, sh.ldk, sh.async);
+    load_f16_tile(V, a.v_st, k0, k1, W, Wp, ks + kKeyTile * sh.ldk, sh.ldv, sh.async);
+    cuda::cp_async_commit();
+  };
+  copy_tile(0);
+  for (int64_t t = 0; t < tiles; ++t) {
+    if (t + 1 < tiles) {
+      copy_tile(t + 1);
+      cuda::cp_async_wait<1>();
+    } else {
+      cuda::cp_async_wait<0>();
+    }
+    __syncthreads();  // tile t (and Q) in shared memory for every warp
+    const __half* Ks = stages + (t & 1) * stage;
+    const __half* Vs = Ks + kKeyTile * sh.ldk;
+    const int64_t k0 = t * kKeyTile, k1 = k0 + kKeyTile < keys_end ? k0 + kKeyTile : keys_end;
+    if (warp_live && k0 <= warp_last) {  // uniform over the warp
+      float s[kKeyTile / 8][4] = {};     // scores: fragment f holds keys k0 + 8f + 2i (+1)
+      for (int kk = 0; kk < Dp; kk += 16) {
+        uint32_t qa[2][4];
+        cuda::ldmatrix_x4<false>(qa[0], Qs + (w0 + a_row) * sh.ldq + kk + a_col);
+        cuda::ldmatrix_x4<false>(qa[1], Qs + q_part + (w0 + a_row) * sh.ldq + kk + a_col);
+#pragma unroll
+        for (int f = 0; f < kKeyTile / 8; f += 2) {  // keys k0 + 8f … + 15: fragments f, f + 1
+          uint32_t kf[4];                            // (f: b0, b1), (f + 1: b0, b1)
+          cuda::ldmatrix_x4<false>(kf, Ks + (8 * f + b_row) * sh.ldk + kk + b_col);
+          float t0[4] = {}, t1[4] = {};  // this k step's 16 terms (lo, then hi), added to the scores in f32
+          cuda::mma_f16(t0, qa[1], kf[0], kf[1]);
+          cuda::mma_f16(t1, qa[1], kf[2], kf[3]);
+          cuda::mma_f16(t0, qa[0], kf[0], kf[1]);
+          cuda::mma_f16(t1, qa[0], kf[2], kf[3]);
+#pragma unroll
+          for (int c = 0; c < 4; ++c) s[f][c] += t0[c], s[f + 1][c] += t1[c];
+        }
+      }
+      // The online softmax of rows w0 + g (c = 0, 1) and w0 + g + 8 (c = 2, 3), as mma_attention_kernel's.
+      float al[2] = {1, 1};
+#pragma unroll
+      for (int hr = 0; hr < 2; ++hr) {
+        const int r = w0 + g + 8 * hr;
+        float mx = kNegInf;
+#pragma unroll
+        for (int f = 0; f < kKeyTile / 8; ++f)
+#pragma unroll
+          for (int c = 2 * hr; c < 2 * hr + 2; ++c) {
+            const int64_t key = k0 + 8 * f + 2 * i + (c & 1);
+            const bool seen = r < rows && key < k1 && key <= first + r;
+            s[f][c] = seen ? s[f][c] * a.scale : kNegInf;
+            mx = fmaxf(mx, s[f][c]);
+          }
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+        float sum = 0;
+        if (mx != kNegInf) {  // the row sees a key of this tile
+          const float m_new = fmaxf(m[hr], mx);
+          al[hr] = expf(m[hr] - m_new);  // 0 on the row's first tile (m = −inf)
+#pragma unroll
+          for (int f = 0; f < kKeyTile / 8; ++f)
+#pragma unroll
+            for (int c = 2 * hr; c < 2 * hr + 2; ++c) {
+              s[f][c] = expf(s[f][c] - m_new);  // 0 for a masked key
+              sum += s[f][c];
+            }
+          m[hr] = m_new;
+        } else {
+#pragma unroll
+          for (int f = 0; f < kKeyTile / 8; ++f) s[f][2 * hr] = s[f][2 * hr + 1] = 0;
+        }
+        sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+        sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+        l[hr] = l[hr] * al[hr] + sum;
+      }
+#pragma unroll
+      for (int n = 0; n < kSlabFrags; ++n)
+        o[n][0] *= al[0], o[n][1] *= al[0], o[n][2] *= al[1], o[n][3] *= al[1];
+        // o += (p·2^14) · v over the tile's keys, 16 at a time.
+#pragma unroll
+      for (int ks = 0; ks < kKeyTile / 16; ++ks) {
+        const int f = 2 * ks;  // the keys' score fragments f, f + 1
+        const float x[4][2] = {
+            {s[f][0], s[f][1]}, {s[f][2], s[f][3]}, {s[f + 1][0], s[f + 1][1]}, {s[f + 1][2], s[f + 1][3]}};
+        uint32_t pa[2][4];  // hi, lo
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+          __half h0, l0, h1, l1;
+          f16_parts(x[q][0] * kPScale, h0, l0);
+          f16_parts(x[q][1] * kPScale, h1, l1);
+          pa[0][q] = cuda::pack_f16(h0, h1);
+          pa[1][q] = cuda::pack_f16(l0, l1);
+        }
+#pragma unroll
+        for (int n = 0; n < kSlabFrags; n += 2) {  // columns 8n … 8n + 15
+          if (8 * n >= Wp) break;
+          uint32_t vf[4];  // (n: b0, b1), (n + 1: b0, b1)
+          cuda::ldmatrix_x4<true>(vf, Vs + (16 * ks + a_row) * sh.ldv + 8 * n + a_col);
+          float t0[4] = {}, t1[4] = {};  // these 16 keys' terms (lo, then hi), added to o in f32
+          cuda::mma_f16(t0, pa[1], vf[0], vf[1]);
+          cuda::mma_f16(t1, pa[1], vf[2], vf[3]);
+          cuda::mma_f16(t0, pa[0], vf[0], vf[1]);
+          cuda::mma_f16(t1, pa[0], vf[2], vf[3]);
+#pragma unroll
+          for (int c = 0; c < 4; ++c) o[n][c] += t0[c], o[n + 1][c] += t1[c];
+        }
+      }
+    }
+    __syncthreads();  // every warp is done with stage t % 2 before tile t + 2 is copied into it
+  }
+  if (!warp_live) return;
+  const float inv[2] = {1.0f / (l[0] * kPScale), 1.0f / (l[1] * kPScale)};
+#pragma unroll
+  for (int n = 0; n < kSlabFrags; ++n)
+#pragma unroll
+    for (int c = 0; c < 4; ++c) {
+      const int r = w0 + g + (c >= 2 ? 8 : 0), col = 8 * n + 2 * i + (c & 1);
+      if (r < rows && col < W) a.out[(i0 + r) * a.o_st + h * a.o_sh + c0 + col] = o[n][c] * inv[c >= 2];
+    }
+}
+
+__global__ void convert_f16_kernel(const float* src, __half* dst, int64_t n) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+    dst[i] = __float2half_rn(src[i]);  // to nearest even, ±inf past 65504, NaN stays NaN (ConvertArgs)
+}
+
 // ---- decode: few query rows, a warp per 32 keys ---------------------------------------------------------
 // Steps of T ≤ kRows rows whose q, K and V rows are float4-aligned (D, Dv multiples of 4): one block per
 // (row t, query head h, key run s) of kThreads; warp w takes the run's keys in chunks of 32, chunk c at
@@ -461,6 +695,7 @@ int sm_count() {
   return sms;
 }
 
+template <class T>
 __global__ void __launch_bounds__(kThreads)
     decode_kernel(const AttentionArgs a, const int64_t span, float* part) {
   __shared__ float4 q4[kMaxDv / 4];
@@ -475,8 +710,8 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t keys = a.offset + t + 1;  // row t sees keys [0, offset + t]
   const int64_t begin = static_cast<int64_t>(blockIdx.y) * span;
   const int64_t end = begin + span < keys ? begin + span : keys;
-  const float* K = static_cast<const float*>(a.k) + hk * a.k_sh;
-  const float* V = static_cast<const float*>(a.v) + hk * a.v_sh;
+  const T* K = static_cast<const T*>(a.k) + hk * a.k_sh;
+  const T* V = static_cast<const T*>(a.v) + hk * a.v_sh;
   float m = kNegInf, l = 0;
   float4 o[kMaxCols4];
 #pragma unroll
@@ -486,11 +721,11 @@ __global__ void __launch_bounds__(kThreads)
     const bool live = key < end;
     float s = kNegInf;
     if (live) {
-      const float4* kr = reinterpret_cast<const float4*>(K + key * a.k_st);
+      const T* kr = K + key * a.k_st;
       float dot = 0;
 #pragma unroll 8
       for (int64_t d = 0; d < D4; ++d) {  // unrolled: the lane's loads of its key row in flight together
-        const float4 k = kr[d], q = q4[d];
+        const float4 k = widen4(kr + 4 * d), q = q4[d];
         dot = fmaf(q.w, k.w, fmaf(q.z, k.z, fmaf(q.y, k.y, fmaf(q.x, k.x, dot))));
       }
       s = dot * a.scale;
@@ -506,12 +741,12 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll 4
     for (int j = 0; j < n; ++j) {
       const float pj = __shfl_sync(0xffffffffu, p, j);
-      const float4* vr = reinterpret_cast<const float4*>(V + (c0 + j) * a.v_st);
+      const T* vr = V + (c0 + j) * a.v_st;
 #pragma unroll
       for (int i = 0; i < kMaxCols4; ++i) {
         const int64_t c = lane + kWarp * i;
         if (c < Dv4) {
-          const float4 v = vr[c];
+          const float4 v = widen4(vr + 4 * c);
           o[i].x = fmaf(pj, v.x, o[i].x), o[i].y = fmaf(pj, v.y, o[i].y);
           o[i].z = fmaf(pj, v.z, o[i].z), o[i].w = fmaf(pj, v.w, o[i].w);
         }
@@ -542,13 +777,15 @@ __global__ void __launch_bounds__(kThreads)
   if (part != nullptr && tid == 0) dst[a.Dv] = M, dst[a.Dv + 1] = L;
 }
 
-// The decode kernel takes the step: T ≤ kRows and every row it reads as float4s 16-byte aligned.
+// The decode kernel takes the step: T ≤ kRows and every row it reads four elements at a time aligned to
+// four elements (16 bytes of q and of an f32 cache, 8 of an f16 one).
 bool decode_fits(const AttentionArgs& a) {
-  const auto al = [](const void* p, int64_t st, int64_t sh) {
-    return reinterpret_cast<uintptr_t>(p) % 16 == 0 && st % 4 == 0 && sh % 4 == 0;
+  const auto al = [](const void* p, int64_t st, int64_t sh, int64_t bytes) {
+    return reinterpret_cast<uintptr_t>(p) % (4 * bytes) == 0 && st % 4 == 0 && sh % 4 == 0;
   };
-  return a.T <= kRows && a.D % 4 == 0 && a.Dv % 4 == 0 && al(a.q, a.q_st, a.q_sh) &&
-         al(a.k, a.k_st, a.k_sh) && al(a.v, a.v_st, a.v_sh);
+  const int64_t kv = a.kv_dtype == DType::f16 ? 2 : 4;
+  return a.T <= kRows && a.D % 4 == 0 && a.Dv % 4 == 0 && al(a.q, a.q_st, a.q_sh, 4) &&
+         al(a.k, a.k_st, a.k_sh, kv) && al(a.v, a.v_st, a.v_sh, kv);
 }
 
 // Runs of the decode kernel: enough for eight blocks (32 warps) per SM over the T·n_q (row, head) blocks, at
@@ -612,12 +849,13 @@ void CudaBackend::attention(const AttentionArgs& a) {
     throw_error(ErrorCode::unsupported,
                 "attention: key tile {} / query tile {} (the CUDA kernel has {} / {})", a.key_tile,
                 a.query_tile, kKeyTile, kRows);
-  if (a.kv_dtype != DType::f32)
-    throw_error(ErrorCode::unsupported, "attention: a {} KV cache on CUDA (f32 only)",
+  if (a.kv_dtype != DType::f32 && a.kv_dtype != DType::f16)
+    throw_error(ErrorCode::unsupported, "attention: a {} KV cache on CUDA (f32 or f16)",
                 dtype_name(a.kv_dtype));
   if (a.D > kMaxDv || a.Dv > kMaxDv)
     throw_error(ErrorCode::unsupported, "attention: head_dim {} / value head_dim {} above {}", a.D, a.Dv,
                 kMaxDv);
+  const bool f16 = a.kv_dtype == DType::f16;
   // Taken whenever the step may split (T ≤ kRows), whatever the cache length: the plan is flat in kv_len.
   Tensor part;
   if (a.T <= kRows)
@@ -627,8 +865,11 @@ void CudaBackend::attention(const AttentionArgs& a) {
   if (sp.runs > 1 && decode_fits(a)) {
     const Split ds = decode_split_of(a, sms);
     float* runs_out = ds.runs > 1 ? static_cast<float*>(part.data()) : nullptr;
-    decode_kernel<<<dim3(static_cast<unsigned>(a.T * a.n_q), static_cast<unsigned>(ds.runs)), kThreads, 0,
-                    stream()>>>(a, ds.span, runs_out);
+    const dim3 grid(static_cast<unsigned>(a.T * a.n_q), static_cast<unsigned>(ds.runs));
+    if (f16)
+      decode_kernel<__half><<<grid, kThreads, 0, stream()>>>(a, ds.span, runs_out);
+    else
+      decode_kernel<float><<<grid, kThreads, 0, stream()>>>(a, ds.span, runs_out);
     cuda::check(cudaGetLastError(), "attention (decode) launch");
     if (ds.runs > 1) {
       combine_kernel<<<static_cast<unsigned>(a.T * a.n_q), kThreads, 0, stream()>>>(a, ds.runs, runs_out);
@@ -637,26 +878,56 @@ void CudaBackend::attention(const AttentionArgs& a) {
     return;
   }
   if (sp.runs == 1 && a.D <= kMmaMaxD) {
-    const MmaShape sh = mma_shape(a);
-    const int64_t smem = mma_shared_bytes(sh);
-    cuda::mixer::allow_shared(mma_attention_kernel, smem, "attention shared memory");
-    const dim3 grid(cuda::mixer::grid_blocks((a.T + kMmaRows - 1) / kMmaRows * a.n_q, "attention"), 1,
-                    static_cast<unsigned>((a.Dv + kMmaSlab - 1) / kMmaSlab));
-    mma_attention_kernel<<<grid, kThreads, static_cast<size_t>(smem), stream()>>>(a, sh);
+    const unsigned blocks = cuda::mixer::grid_blocks((a.T + kMmaRows - 1) / kMmaRows * a.n_q, "attention");
+    const dim3 grid(blocks, 1, static_cast<unsigned>((a.Dv + kMmaSlab - 1) / kMmaSlab));
+    if (f16) {
+      const MmaF16Shape sh = mma_f16_shape(a);
+      const int64_t smem = mma_f16_shared_bytes(sh);
+      cuda::mixer::allow_shared(mma_attention_f16_kernel, smem, "attention shared memory");
+      mma_attention_f16_kernel<<<grid, kThreads, static_cast<size_t>(smem), stream()>>>(a, sh);
+    } else {
+      const MmaShape sh = mma_shape(a);
+      const int64_t smem = mma_shared_bytes(sh);
+      cuda::mixer::allow_shared(mma_attention_kernel, smem, "attention shared memory");
+      mma_attention_kernel<<<grid, kThreads, static_cast<size_t>(smem), stream()>>>(a, sh);
+    }
     cuda::check(cudaGetLastError(), "attention (tensor cores) launch");
     return;
   }
   const int64_t blocks = (a.T + kRows - 1) / kRows * a.n_q, smem = shared_bytes(a);
-  cuda::mixer::allow_shared(attention_kernel, smem, "attention shared memory");
   const dim3 grid(cuda::mixer::grid_blocks(blocks, "attention"), static_cast<unsigned>(sp.runs));
-  attention_kernel<<<grid, kThreads, static_cast<size_t>(smem), stream()>>>(
-      a, stage_ld(a), sp.span, sp.runs > 1 ? static_cast<float*>(part.data()) : nullptr);
+  float* runs_out = sp.runs > 1 ? static_cast<float*>(part.data()) : nullptr;
+  if (f16) {
+    cuda::mixer::allow_shared(attention_kernel<__half>, smem, "attention shared memory");
+    attention_kernel<__half>
+        <<<grid, kThreads, static_cast<size_t>(smem), stream()>>>(a, stage_ld(a), sp.span, runs_out);
+  } else {
+    cuda::mixer::allow_shared(attention_kernel<float>, smem, "attention shared memory");
+    attention_kernel<float>
+        <<<grid, kThreads, static_cast<size_t>(smem), stream()>>>(a, stage_ld(a), sp.span, runs_out);
+  }
   cuda::check(cudaGetLastError(), "attention launch");
   if (sp.runs > 1) {
-    combine_kernel<<<static_cast<unsigned>(a.T * a.n_q), kThreads, 0, stream()>>>(
-        a, sp.runs, static_cast<const float*>(part.data()));
+    combine_kernel<<<static_cast<unsigned>(a.T * a.n_q), kThreads, 0, stream()>>>(a, sp.runs, runs_out);
     cuda::check(cudaGetLastError(), "attention combine launch");
   }
+}
+
+// The KV cache's rows: f32 is a copy, f16 rounds to nearest even (convert_f16_kernel).
+void CudaBackend::convert(const ConvertArgs& a) {
+  enter();
+  if (a.n == 0) return;
+  if (a.dst_dtype == DType::f32) {
+    cuda::check(
+        cudaMemcpyAsync(a.dst, a.src, static_cast<size_t>(a.n) * 4, cudaMemcpyDeviceToDevice, stream()),
+        "convert");
+    return;
+  }
+  if (a.dst_dtype != DType::f16)
+    throw_error(ErrorCode::unsupported, "convert: to {} on CUDA (f32 and f16 only)", dtype_name(a.dst_dtype));
+  convert_f16_kernel<<<cuda::grid_blocks(a.n, cuda::kThreads), cuda::kThreads, 0, stream()>>>(
+      a.src, static_cast<__half*>(a.dst), a.n);
+  cuda::check(cudaGetLastError(), "convert launch");
 }
 
 }  // namespace keel

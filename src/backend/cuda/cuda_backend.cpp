@@ -65,8 +65,8 @@ void CudaBackend::enter() const {
 // the MoE experts (whose products are matmuls), as on the CPU.
 bool CudaBackend::supports(Op op, DType dtype) const {
   if (dtype == DType::u32) return op == Op::matmul || op == Op::embedding || op == Op::moe;
-  if (op == Op::convert) return false;                  // the KV cache is f32 here
-  if (op == Op::attention) return dtype == DType::f32;  // (of the KV cache)
+  // The KV cache: f32, or f16 (--cache-type f16: convert writes its rows, attention reads them).
+  if (op == Op::convert || op == Op::attention) return dtype == DType::f32 || dtype == DType::f16;
   return dtype == DType::f32 || dtype == DType::bf16 || dtype == DType::f16;
 }
 

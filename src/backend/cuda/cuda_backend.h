@@ -71,7 +71,8 @@ class CudaBackend final : public Backend {
   int64_t ssd_scan_workspace(const SsdScanArgs& a) const override;
   void gated_deltanet(const GatedDeltaNetArgs& a) override;  // gated_deltanet.cu
   int64_t gated_deltanet_workspace(const GatedDeltaNetArgs& a) const override;
-  void attention(const AttentionArgs& a) override;  // attention.cu
+  void attention(const AttentionArgs& a) override;  // attention.cu (an f32 or f16 KV cache)
+  void convert(const ConvertArgs& a) override;      // attention.cu (the KV cache's rows)
   int64_t attention_workspace(const AttentionArgs& a) const override;
   void moe_route(const MoeRouteArgs& a) override;  // moe.cu
   int64_t moe_route_workspace(const MoeRouteArgs& a) const override;

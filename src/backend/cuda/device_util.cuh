@@ -2,7 +2,8 @@
 // f32/bf16/f16 values, readers for ParamVec / NormWeight (whose data is a DEVICE pointer here; ParamVec::at
 // is host-only), the MLX packed-element reader matmul.cu and embedding.cu share, block reductions, and the
 // host-side grid arithmetic every launch uses, and the tensor-core pieces (bf16 parts of an f32 value, the
-// m16n8k16 mma, ldmatrix) matmul.cu and attention.cu share. Included only by .cu files.
+// m16n8k16 mma in bf16 and f16, ldmatrix, cp.async) matmul.cu and attention.cu share. Included only by .cu
+// files.
 //
 // Rounding: the CPU kernels are compiled without FMA contraction of a·b + c (no -mfma on the generic
 // objects), nvcc contracts by default; where the CPU rounds a product before a sum, the kernels here say so
@@ -186,6 +187,38 @@ __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* row) {
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                  : "r"(addr)
                  : "memory");
+}
+
+// d += a·b for one m16n8k16 fragment, f16 in, f32 accumulation (the layouts of mma_bf16).
+__device__ __forceinline__ void mma_f16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// Two f16 values as one f16x2 register (lo in the low half).
+__device__ __forceinline__ uint32_t pack_f16(__half lo, __half hi) {
+  return static_cast<uint32_t>(__half_as_ushort(lo)) | static_cast<uint32_t>(__half_as_ushort(hi)) << 16;
+}
+
+// ---- asynchronous copies into shared memory (sm_80+: cp.async) ------------------------------------------
+// 16 bytes from global `src` to shared `dst` (both 16-byte aligned), of which the first `src_bytes` (0 or 16)
+// are read and the rest zero-filled; issued now, complete after cp_async_wait and a barrier.
+__device__ __forceinline__ void cp_async_16(void* dst, const void* src, int src_bytes) {
+  const auto addr = static_cast<uint32_t>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(addr), "l"(src), "r"(src_bytes)
+               : "memory");
+}
+// Closes the group of this thread's copies issued since the last commit.
+__device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+// Waits until at most `kPending` of this thread's committed groups are still in flight.
+template <int kPending>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
 }
 
 // Two floats as one bf16x2 register (lo in the low half).
