@@ -175,7 +175,7 @@ TEST(Attention, F16CacheMatchesReferenceAndIsBatchInvariant) {
 }
 
 // The f16 cache over the shapes MatchesReference walks (CUDA: the tensor-core kernel over f16 tiles with
-// head_dim 256 in two value slabs and a misaligned D ≠ Dv, the f16 decode kernel over split runs, the tile
+// head_dim 256 in two value slabs and D ≠ Dv, aligned or not, the f16 decode kernel over split runs, the tile
 // kernel for head_dim 512), against the float64 reference on the same f16 values.
 TEST(Attention, F16CacheShapesMatchReference) {
   KEEL_TEST_RNG(rng);
