@@ -1,13 +1,13 @@
 // keel bench -m DIR [--random-weights [--quantize B [--group-size G]]] [--prompt-lengths 1024,4096,…] [--gen
-// N] [--prefill-chunk-size N] [--depth D | --parallel P]
+// N] [--prefill-chunk-size N] [--depth D | --parallel P,…]
 //            [--memory-limit X] [-t N] [--seed S] [--json FILE] [--plot FILE.png]
 // For each prompt length L: a fresh sequence prefilled through the Scheduler (the server's path), then N
 // decode tokens. --depth D (llama-bench's -d): the sequence first holds D tokens of context (prefilled in the
 // same request, untimed: D a multiple of the chunk, so the L new tokens start on a step boundary), and the
-// row's prefill figure is L new tokens after D, its decode after D + L. --parallel P: P sequences of L tokens
-// each at once (P slots), prefill P·L tokens over the time to the last first token, decode the tokens of all
-// P from then on over the time to the last (aggregate tok/s: the scheduler's batched decode steps). One row
-// per length: prefill and decode tokens/s, and memory as the pool and the kernel see it:
+// row's prefill figure is L new tokens after D, its decode after D + L. --parallel P,…: a row per P and
+// length, P sequences of L tokens each at once (P slots), prefill P·L tokens over the time to the last first
+// token, decode the tokens of all P from then on over the time to the last (aggregate tok/s: the scheduler's
+// batched decode steps). Each row: prefill and decode tokens/s, and memory as the pool and the kernel see it:
 //   loaded      the pool's bytes before the row (weights: reserved when mmap'd, allocated when random)
 //   peak        the pool's high-water mark over the prefill steps
 //   VmHWM       the process's peak resident set over the prefill (reset at the row's start, after
@@ -58,7 +58,7 @@ struct BenchArgs {
   std::vector<int64_t> prompt_lengths{1024, 2048, 4096};
   int64_t gen = 16;
   int64_t depth = 0;  // --depth: context tokens before the measured prompt (a multiple of the chunk)
-  int parallel = 1;   // --parallel: sequences at once
+  std::vector<int> parallel{1};  // --parallel: sequences at once (a row per value and length)
   int64_t prefill_chunk = 512;
   std::string memory_limit;
   int threads = 0;
@@ -126,17 +126,17 @@ std::vector<int32_t> bench_prompt(int64_t n, int64_t vocab, uint64_t seed) {
   return ids;
 }
 
-Row bench_one(Model& model, MemoryPool& pool, const BenchArgs& a, int64_t L) {
+Row bench_one(Model& model, MemoryPool& pool, const BenchArgs& a, int64_t L, int P) {
   Row row;
   const int64_t free0 = device_free_bytes(a.device);
   if (free0 >= 0) row.outside = 0;
   row.prompt_tokens = L;
   row.depth = a.depth;
-  row.parallel = a.parallel;
+  row.parallel = P;
   row.loaded = pool.in_use();
-  const int64_t P = a.parallel, ctx = a.depth + L + a.gen + 1;
+  const int64_t ctx = a.depth + L + a.gen + 1;
   SchedulerConfig sc;
-  sc.n_slots = a.parallel;
+  sc.n_slots = P;
   sc.ctx_size = ctx;
   sc.prefill_chunk_size = a.prefill_chunk;
   sc.prompt_cache_entries = 0;  // every row starts cold and ends at the baseline
@@ -260,29 +260,29 @@ std::string mib(int64_t bytes) {
 void print_table(const std::vector<Row>& rows) {
   if (!rows.empty() && rows[0].depth > 0)
     fmt::print("after {} tokens of context: prefill of the new tokens, decode after both\n", rows[0].depth);
-  if (!rows.empty() && rows[0].parallel > 1)
-    fmt::print("{} sequences at once: aggregate prefill and decode tokens/s, memory of all of them\n",
-               rows[0].parallel);
-  const char* head = "{:>8} {:>11} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6} {:>8}\n";
-  fmt::print(fmt::runtime(head), "prompt", "prefill t/s", "decode t/s", "loaded", "peak", "VmHWM", "state",
-             "transient", "planned", "VmHWM tr.", "steps", "outside");
-  fmt::print(fmt::runtime(head), "tokens", "", "", "MiB", "MiB", "MiB", "MiB", "MiB", "MiB", "MiB", "",
+  // seqs: sequences at once (--parallel); their tokens/s are the aggregate, their memory that of all of them
+  const char* head =
+      "{:>4} {:>8} {:>11} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6} {:>8}\n";
+  fmt::print(fmt::runtime(head), "seqs", "prompt", "prefill t/s", "decode t/s", "loaded", "peak", "VmHWM",
+             "state", "transient", "planned", "VmHWM tr.", "steps", "outside");
+  fmt::print(fmt::runtime(head), "", "tokens", "", "", "MiB", "MiB", "MiB", "MiB", "MiB", "MiB", "MiB", "",
              "MiB");
   for (const Row& r : rows) {
     if (r.prefill_steps == 0 && !r.error.empty()) {
-      fmt::print("{:>8} refused: {}\n", r.prompt_tokens, r.error);
+      fmt::print("{:>4} {:>8} refused: {}\n", r.parallel, r.prompt_tokens, r.error);
       continue;
     }
-    fmt::print("{:>8} {:>11.1f} {:>10.2f} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6} {:>8}\n",
-               r.prompt_tokens, r.prefill_tok_s, r.decode_tok_s, mib(r.loaded), mib(r.peak),
-               mib(r.process_peak), mib(r.state), mib(r.transient()), mib(r.planned),
-               mib(r.process_transient()), r.prefill_steps, r.outside < 0 ? "-" : mib(r.outside));
-    if (!r.error.empty()) fmt::print("{:>8} error: {}\n", "", r.error);
+    fmt::print(
+        "{:>4} {:>8} {:>11.1f} {:>10.2f} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6} {:>8}\n",
+        r.parallel, r.prompt_tokens, r.prefill_tok_s, r.decode_tok_s, mib(r.loaded), mib(r.peak),
+        mib(r.process_peak), mib(r.state), mib(r.transient()), mib(r.planned), mib(r.process_transient()),
+        r.prefill_steps, r.outside < 0 ? "-" : mib(r.outside));
+    if (!r.error.empty()) fmt::print("{:>13} error: {}\n", "", r.error);
   }
   const Row* lo = nullptr;
   const Row* hi = nullptr;
   for (const Row& r : rows)
-    if (r.error.empty() && r.transient() > 0) (lo ? hi : lo) = &r;
+    if (r.error.empty() && r.transient() > 0 && r.parallel == rows[0].parallel) (lo ? hi : lo) = &r;
   if (lo && hi)
     fmt::print("transient {} tokens → {} tokens: ×{:.3f}\n", lo->prompt_tokens, hi->prompt_tokens,
                static_cast<double>(hi->transient()) / static_cast<double>(lo->transient()));
@@ -305,7 +305,10 @@ std::string command_line(const BenchArgs& a) {
     s += (i ? "," : "") + std::to_string(a.prompt_lengths[i]);
   s += fmt::format(" --gen {} --prefill-chunk-size {}", a.gen, a.prefill_chunk);
   if (a.depth > 0) s += fmt::format(" --depth {}", a.depth);
-  if (a.parallel > 1) s += fmt::format(" --parallel {}", a.parallel);
+  if (a.parallel != std::vector<int>{1}) {
+    s += " --parallel ";
+    for (size_t i = 0; i < a.parallel.size(); ++i) s += (i ? "," : "") + std::to_string(a.parallel[i]);
+  }
   if (!a.memory_limit.empty()) s += " --memory-limit " + a.memory_limit;
   if (a.threads > 0) s += fmt::format(" -t {}", a.threads);
   if (a.device != "cpu") s += " --device " + a.device;
@@ -345,25 +348,27 @@ void bench(const BenchArgs& a) {
     BenchArgs warm = a;
     warm.gen = 1;
     warm.depth = 0;
-    warm.parallel = 1;
-    bench_one(model, pool, warm, std::min<int64_t>(a.prefill_chunk, 64));
+    warm.parallel = {1};
+    bench_one(model, pool, warm, std::min<int64_t>(a.prefill_chunk, 64), 1);
   }
   std::vector<Row> rows;
-  for (int64_t L : a.prompt_lengths) {
-    if (model.context_limit() > 0 && a.depth + L + a.gen + 1 > model.context_limit())
-      fmt::print(stderr,
-                 "keel bench: note: {} tokens is past the model's {} positions (memory is still measured)\n",
-                 a.depth + L + a.gen + 1, model.context_limit());
-    rows.push_back(bench_one(model, pool, a, L));
-    const Row& r = rows.back();
-    if (r.prefill_steps == 0 && !r.error.empty())
-      fmt::print(stderr, "keel bench: {} tokens: refused: {}\n", L, r.error);
-    else
-      fmt::print(stderr,
-                 "keel bench: {} tokens: prefill {:.1f} tok/s, peak {}, transient {} (planned {}){}\n", L,
-                 r.prefill_tok_s, format_bytes(r.peak), format_bytes(r.transient()), format_bytes(r.planned),
-                 r.error.empty() ? "" : " — " + r.error);
-  }
+  for (const int P : a.parallel)
+    for (int64_t L : a.prompt_lengths) {
+      if (model.context_limit() > 0 && a.depth + L + a.gen + 1 > model.context_limit())
+        fmt::print(
+            stderr,
+            "keel bench: note: {} tokens is past the model's {} positions (memory is still measured)\n",
+            a.depth + L + a.gen + 1, model.context_limit());
+      rows.push_back(bench_one(model, pool, a, L, P));
+      const Row& r = rows.back();
+      if (r.prefill_steps == 0 && !r.error.empty())
+        fmt::print(stderr, "keel bench: {} tokens: refused: {}\n", L, r.error);
+      else
+        fmt::print(stderr,
+                   "keel bench: {} tokens: prefill {:.1f} tok/s, peak {}, transient {} (planned {}){}\n", L,
+                   r.prefill_tok_s, format_bytes(r.peak), format_bytes(r.transient()),
+                   format_bytes(r.planned), r.error.empty() ? "" : " — " + r.error);
+    }
   print_table(rows);
 
   if (!a.json_path.empty()) {
@@ -449,7 +454,9 @@ void add_bench_command(CLI::App& app) {
          "prefill is then of the new tokens after them, decode after both")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--parallel", a->parallel,
-                  "Sequences at once (slots): prefill and decode figures are their aggregate tokens/s")
+                  "Sequences at once (slots), a row per value and length (default 1): prefill and decode "
+                  "figures are their aggregate tokens/s")
+      ->delimiter(',')
       ->check(CLI::Range(1, 1024));
   cmd->add_option(
       "--memory-limit", a->memory_limit,
@@ -470,7 +477,7 @@ void add_bench_command(CLI::App& app) {
                   "bench: --depth {} is not a multiple of --prefill-chunk-size {} (the new tokens must start "
                   "on a step boundary to be timed alone)",
                   a->depth, a->prefill_chunk);
-    if (a->depth > 0 && a->parallel > 1)
+    if (a->depth > 0 && a->parallel != std::vector<int>{1})
       throw_error(ErrorCode::invalid_argument, "bench: --depth with one sequence (--parallel 1) only");
     if (a->quantize_bits && !a->random_weights)
       throw_error(ErrorCode::invalid_argument,
