@@ -110,7 +110,7 @@ void add_session_options(CLI::App& cmd, SessionOptions& o) {
 void add_cache_type_option(CLI::App& cmd, std::string& value) {
   cmd.add_option("--cache-type", value,
                  "KV cache elements: f32 (keel's reference precision) or f16 (half the memory and the decode "
-                 "bytes; CPU only)")
+                 "bytes)")
       ->check(CLI::IsMember({"f32", "f16"}))
       ->capture_default_str();
 }

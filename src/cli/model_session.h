@@ -28,7 +28,7 @@ struct SessionOptions {
 // --cache-type's value as a dtype: "f32" or "f16" (llama.cpp's -ctk/-ctv f16 default halves the cache; keel's
 // default is f32, its reference precision). CPU only for f16: the CUDA attention reads f32.
 DType parse_cache_type(const std::string& name);
-// Error(unsupported) naming the backend when its attention cannot read a `kv` cache (CUDA: f32 only).
+// Error(unsupported) naming the backend when its attention cannot read a `kv` cache.
 void check_cache_type(const Backend& be, DType kv);
 // Adds --cache-type to `cmd`, stored in `value`.
 void add_cache_type_option(CLI::App& cmd, std::string& value);

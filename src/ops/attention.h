@@ -27,7 +27,7 @@ struct AttentionParams {
 };
 
 // q       [T, n_q, D] f32          (rows contiguous; outer strides free)
-// k_cache [capacity, n_kv, D] f32 or f16  rows [0, offset + T) are read (a backend may take f32 only: CUDA)
+// k_cache [capacity, n_kv, D] f32 or f16  rows [0, offset + T) are read (a backend may take f32 only)
 // v_cache [capacity, n_kv, Dv]            k_cache's dtype
 // out     [T, n_q, Dv] f32         written
 // D and Dv up to 512; n_q a multiple of n_kv.
