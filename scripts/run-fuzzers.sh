@@ -12,7 +12,11 @@ for tool in clang-14 clang++-14 cmake ninja; do
   command -v "$tool" >/dev/null || { echo "run-fuzzers: $tool not found (scripts/install-deps.sh installs it)" >&2; exit 2; }
 done
 
+# -O1 with line tables only (the sanitizers' reports keep file:line): the tree builds in about half the
+# CPU time of -O2 -g, which matters because CI builds it on every run.
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only -DNDEBUG" \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only -DNDEBUG" \
   -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
   -DKEEL_TESTS=OFF -DKEEL_BENCH=OFF -DKEEL_FUZZ=ON >/dev/null
 shopt -s nullglob
