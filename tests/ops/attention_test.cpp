@@ -175,15 +175,29 @@ TEST(Attention, F16CacheMatchesReferenceAndIsBatchInvariant) {
 }
 
 // The f16 cache over the shapes MatchesReference walks (CUDA: the tensor-core kernel over f16 tiles with
-// head_dim 256 in two value slabs and D ≠ Dv, aligned or not, the f16 decode kernel over split runs, the tile
-// kernel for head_dim 512), against the float64 reference on the same f16 values.
+// head_dim 256 in two value slabs and D ≠ Dv, aligned or not, the grouped decode kernel over split runs, the
+// tile kernel for head_dim 512), against the float64 reference on the same f16 values.
 TEST(Attention, F16CacheShapesMatchReference) {
   KEEL_TEST_RNG(rng);
   const Case cases[] = {
-      {1, 2, 2, 64, 64, 0},        {1, 8, 2, 128, 128, 200},   {37, 8, 1, 64, 64, 0},
-      {70, 4, 4, 256, 256, 59},    {3, 2, 1, 512, 512, 130},   {21, 6, 3, 72, 40, 5},
-      {1, 8, 2, 128, 128, 3000},   {16, 4, 2, 64, 48, 1500},   {5, 16, 2, 256, 256, 700},
-      {200, 4, 2, 128, 128, 1000}, {130, 4, 1, 256, 256, 300},
+      {1, 2, 2, 64, 64, 0},
+      {1, 8, 2, 128, 128, 200},
+      {37, 8, 1, 64, 64, 0},
+      {70, 4, 4, 256, 256, 59},
+      {3, 2, 1, 512, 512, 130},
+      {21, 6, 3, 72, 40, 5},
+      {1, 8, 2, 128, 128, 3000},
+      {16, 4, 2, 64, 48, 1500},
+      {5, 16, 2, 256, 256, 700},
+      {200, 4, 2, 128, 128, 1000},
+      {130, 4, 1, 256, 256, 300},
+      // decode over long caches, the query heads of a KV head together (CUDA: the grouped kernel): 16 heads
+      // a KV head (the Nemotron-H shape), 8 at head_dim 256 (Qwen3.5), rows of two positions in one 16-row
+      // tile (12 heads a KV head, T = 3), 16 positions of 8 heads (eight row tiles a KV head)
+      {1, 32, 2, 128, 128, 5000},
+      {1, 16, 2, 256, 256, 4100},
+      {3, 12, 1, 128, 64, 1000},
+      {16, 8, 2, 128, 128, 600},
   };
   for (OpBackend* ob : op_backends()) {
     if (!ob->be().supports(Op::attention, DType::f16)) continue;

@@ -37,6 +37,7 @@ __device__ inline float apply(Activation f, float x) {
 
 // Blocks stride over rows (y) and over a row's n elements (x); row addresses once per row.
 __global__ void activation_kernel(ActivationArgs a) {
+  cuda::pdl_begin();
   for (int64_t r = blockIdx.y; r < a.out.rows; r += gridDim.y) {
     const float* x = a.x.row(r);
     const float* up = a.gated ? a.up.row(r) : nullptr;
@@ -50,6 +51,7 @@ __global__ void activation_kernel(ActivationArgs a) {
 }
 
 __global__ void binary_kernel(BinaryArgs a) {
+  cuda::pdl_begin();
   for (int64_t r = blockIdx.y; r < a.out.rows; r += gridDim.y) {
     const float* p = a.a.row(r);
     const float* q = a.b.row(r);
@@ -63,6 +65,7 @@ __global__ void binary_kernel(BinaryArgs a) {
 // One block per row: m = max (the CPU's scan order is irrelevant: max is exact), e = exp(x − m) into out,
 // Σe in double (wider than the CPU's f32 lanes), then out /= f32(Σe).
 __global__ void softmax_kernel(SoftmaxArgs a) {
+  cuda::pdl_begin();
   const int64_t n = a.x.n;
   for (int64_t r = blockIdx.x; r < a.x.rows; r += gridDim.x) {
     const float* x = a.x.row(r);
@@ -91,21 +94,21 @@ dim3 element_grid(const F32Rows& out) {
 void CudaBackend::activation(const ActivationArgs& a) {
   enter();
   if (a.out.rows == 0 || a.out.n == 0) return;
-  activation_kernel<<<element_grid(a.out), cuda::kThreads, 0, stream()>>>(a);
+  cuda::launch(activation_kernel, element_grid(a.out), cuda::kThreads, 0, stream(), a);
   cuda::check(cudaGetLastError(), "activation launch");
 }
 
 void CudaBackend::softmax(const SoftmaxArgs& a) {
   enter();
   if (a.x.rows == 0 || a.x.n == 0) return;
-  softmax_kernel<<<cuda::grid_blocks(a.x.rows), cuda::kThreads, 0, stream()>>>(a);
+  cuda::launch(softmax_kernel, cuda::grid_blocks(a.x.rows), cuda::kThreads, 0, stream(), a);
   cuda::check(cudaGetLastError(), "softmax launch");
 }
 
 void CudaBackend::binary(const BinaryArgs& a) {
   enter();
   if (a.out.rows == 0 || a.out.n == 0) return;
-  binary_kernel<<<element_grid(a.out), cuda::kThreads, 0, stream()>>>(a);
+  cuda::launch(binary_kernel, element_grid(a.out), cuda::kThreads, 0, stream(), a);
   cuda::check(cudaGetLastError(), "binary launch");
 }
 

@@ -10,14 +10,16 @@
 // tensor cores (mma_attention_kernel below: q, k, v and p in three bf16 parts each); the f32 kernel here is
 // its reference and takes wider heads and the split runs of misaligned rows.
 // Split keys (flash-decoding) for steps of one query tile (T ≤ kRows: decode) over a long cache (≥
-// 2·kMinSplitTiles tiles; shorter caches keep one run, whose result is bitwise the one-shot prefill's): where
-// the rows are float4-aligned, decode_kernel below (a warp per 32 keys, one block per row, head and run),
-// else the tile kernel's S runs of whole tiles, grid y = S (so ⌈T/kRows⌉·n_q·S blocks fill the device where
-// n_q alone would leave most SMs idle), each run's block writes its rows' m, l and unnormalized o to the
-// workspace, and combine_kernel merges the runs: M = max m_s, w_s = e^{m_s − M}, o = Σ w_s·o_s / Σ w_s·l_s.
+// 2·kMinSplitTiles tiles; shorter caches keep one run, whose result is bitwise the one-shot prefill's): over
+// an f16 cache with D, Dv ≤ 256 and 16-byte-aligned rows, group_decode_f16_kernel below (a block per KV head,
+// 16 of its query rows and run, on the tensor cores); else where the rows are float4-aligned, decode_kernel
+// (a warp per 32 keys, one block per row, head and run); else the tile kernel's S runs of whole tiles, grid
+// y = S (so ⌈T/kRows⌉·n_q·S blocks fill the device where n_q alone would leave most SMs idle). Each run's
+// block writes its rows' m, l and unnormalized o to the workspace, and combine_kernel merges the runs:
+// M = max m_s, w_s = e^{m_s − M}, o = Σ w_s·o_s / Σ w_s·l_s.
 // S depends on the step's kv length, T·n_q and the device's SM count; a row's sums then run in another order
 // than one block's (within f32 rounding: the GPU's batch-invariance bar). Workspace: kMaxSplits runs of [T,
-// n_q, Dv + 2] f32 when T ≤ kRows, else none.
+// n_q, Dv + 2] f32 when T ≤ kRows (group_runs_cap(T) runs over an f16 cache), else none.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -80,6 +82,7 @@ int64_t shared_bytes(const AttentionArgs& a) {
 template <class T>
 __global__ void __launch_bounds__(kThreads)
     attention_kernel(const AttentionArgs a, const int64_t ld, const int64_t span, float* part) {
+  cuda::pdl_begin();
   extern __shared__ float4 smem_f4[];  // (declared as float4: P is read as float4s)
   float* smem = reinterpret_cast<float*>(smem_f4);
   const int64_t D = a.D, Dv = a.Dv;
@@ -284,6 +287,7 @@ __device__ __forceinline__ void six_products(F f) {
 }
 
 __global__ void __launch_bounds__(kThreads) mma_attention_kernel(const AttentionArgs a, const MmaShape sh) {
+  cuda::pdl_begin();
   extern __shared__ uint4 smem_u4[];
   __nv_bfloat16* Qs = reinterpret_cast<__nv_bfloat16*>(smem_u4);  // [kParts][kMmaRows][ldq]
   __nv_bfloat16* KV = Qs + kParts * kMmaRows * sh.ldq;            // [kParts][kSub][ldkv]
@@ -513,6 +517,7 @@ __device__ __forceinline__ void f16_parts(float x, __half& hi, __half& lo) {
 
 __global__ void __launch_bounds__(kThreads)
     mma_attention_f16_kernel(const AttentionArgs a, const MmaF16Shape sh) {
+  cuda::pdl_begin();
   extern __shared__ uint4 smem_u4[];
   __half* Qs = reinterpret_cast<__half*>(smem_u4);  // [2][kMmaRows][ldq]: hi, lo
   __half* stages = Qs + 2 * kMmaRows * sh.ldq;      // [2]{K [kKeyTile][ldk], V [kKeyTile][ldv]}
@@ -664,6 +669,7 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 __global__ void convert_f16_kernel(const float* src, __half* dst, int64_t n) {
+  cuda::pdl_begin();
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x)
     dst[i] = __float2half_rn(src[i]);  // to nearest even, ±inf past 65504, NaN stays NaN (ConvertArgs)
@@ -698,6 +704,7 @@ int sm_count() {
 template <class T>
 __global__ void __launch_bounds__(kThreads)
     decode_kernel(const AttentionArgs a, const int64_t span, float* part) {
+  cuda::pdl_begin();
   __shared__ float4 q4[kMaxDv / 4];
   __shared__ float wm[kWarps], wl[kWarps];
   __shared__ float4 wo[kWarps][kMaxDv / 4];
@@ -799,9 +806,236 @@ Split decode_split_of(const AttentionArgs& a, int sms) {
   return {(keys + span - 1) / span, span};
 }
 
+// ---- decode over an f16 cache on the tensor cores: a block per KV head's query group --------------------
+// Split steps (T ≤ kRows over ≥ 2·kMinSplitTiles key tiles) over an f16 cache with D, Dv ≤ 256 whose K and V
+// rows are 16-byte aligned. decode_kernel above is a block per (row, query head): the n_q / n_kv query heads
+// of a KV head each read its keys again (16 times on the Nemotron-H shape: ~13 GB a token over its six
+// attention layers at 128K of context, where the cache holds 0.8 GB). Here one block takes the G = n_q /
+// n_kv heads of one KV head together: the step's T·G rows (t, g) of KV head hk — row r is position t = r / G,
+// query head hk·G + r % G — in tiles of kGroupRows, so a 64-key tile of K and V is copied into shared
+// memory once (cp.async, two stages: tile t + 1 lands while tile t is multiplied) for all the group's rows.
+// Grid: n_kv · ⌈T·G / kGroupRows⌉ blocks × S key runs of `span` keys (a multiple of kKeyTile, at the fixed
+// absolute tile boundaries). Per tile, four warps: warp w scores keys k0 + 16w … + 15 for the 16 rows (q·kᵀ
+// on the tensor cores, q in two f16 parts as mma_attention_f16_kernel's), the scaled and masked scores go to
+// shared memory, eight threads a row take the tile's online-softmax step (m' = max(m, tile max), α = e^{m −
+// m'}, p = e^{s − m'}, l ← α·l + Σp), and warp w multiplies p (as p·2^14 in two f16 parts) by the value
+// columns w·Dvp/4 … (Dvp = Dv rounded up to 64). S = 1 writes o / l; S > 1 writes each run's (o, m, l) for
+// combine_kernel, as the other split kernels do. The sums run in another order than the one-shot kernel's
+// (within f32 rounding: the GPU's batch-invariance bar for split steps). Reference: attention_kernel<__half>
+// and ops/reference.
+constexpr int kGroupRows = 16;                        // rows (t, g) per block: one m16 fragment
+constexpr int kGroupMaxD = 256;                       // D and Dv of the kernel at most
+constexpr int kGroupFrags = kGroupMaxD / kWarps / 8;  // C fragments (8 value columns) of a warp at most
+constexpr int kScoreLd = kKeyTile + 4;                // floats per row of the shared scores (16-byte rows)
+constexpr int64_t kMaxGroupRuns = 128;                // key runs at most
+constexpr int64_t kMaxRunRows = kMaxSplits * kRows;   // runs × T at most: the workspace's bound (512)
+
+struct GroupShape {
+  int Dp, Dvp, ldq, ldk, ldv;  // D rounded up to 16, Dv to 64; Q, K and V rows in shared memory (halves)
+};
+GroupShape group_shape(const AttentionArgs& a) {
+  const int Dp = static_cast<int>((a.D + 15) / 16 * 16), Dvp = static_cast<int>((a.Dv + 63) / 64 * 64);
+  return {Dp, Dvp, Dp + 8, Dp + 8, Dvp + 8};
+}
+// Q's two parts [2][kGroupRows][ldq] and two stages of K [kKeyTile][ldk] and V [kKeyTile][ldv] (f16), then
+// the scores [kGroupRows][kScoreLd] and the rows' m, l and α [kGroupRows] (f32).
+int64_t group_shared_bytes(const GroupShape& s) {
+  return 2 * (2 * int64_t{kGroupRows} * s.ldq + 2 * int64_t{kKeyTile} * (s.ldk + s.ldv)) +
+         4 * (int64_t{kGroupRows} * kScoreLd + 3 * kGroupRows);
+}
+
+// The grouped kernel takes the step: an f16 cache, D and Dv ≤ kGroupMaxD, multiples of 8, and every K and V
+// row 16-byte aligned (cp.async).
+bool group_fits(const AttentionArgs& a) {
+  const auto al = [](const void* p, int64_t st, int64_t sh) {
+    return reinterpret_cast<uintptr_t>(p) % 16 == 0 && st % 8 == 0 && sh % 8 == 0;
+  };
+  return a.kv_dtype == DType::f16 && a.T <= kRows && a.D <= kGroupMaxD && a.Dv <= kGroupMaxD &&
+         a.D % 8 == 0 && a.Dv % 8 == 0 && al(a.k, a.k_st, a.k_sh) && al(a.v, a.v_st, a.v_sh);
+}
+
+// Runs of the grouped kernel at most for T rows: kMaxGroupRuns, and runs × T ≤ kMaxRunRows.
+int64_t group_runs_cap(int64_t T) {
+  return std::min<int64_t>(kMaxGroupRuns, kMaxRunRows / std::max<int64_t>(T, 1));
+}
+
+// Runs: enough for two blocks per SM over the n_kv · ⌈T·G / 16⌉ row tiles, at most group_runs_cap(T), at
+// least one key tile each; span a multiple of kKeyTile.
+Split group_split_of(const AttentionArgs& a, int sms) {
+  const int64_t keys = a.offset + a.T, tiles = (keys + kKeyTile - 1) / kKeyTile;
+  const int64_t row_tiles = (a.T * (a.n_q / a.n_kv) + kGroupRows - 1) / kGroupRows;
+  int64_t runs = (2 * int64_t{sms} + a.n_kv * row_tiles - 1) / (a.n_kv * row_tiles);
+  runs = std::max<int64_t>(1, std::min({runs, group_runs_cap(a.T), tiles}));
+  const int64_t per = (tiles + runs - 1) / runs;
+  return {(tiles + per - 1) / per, per * kKeyTile};
+}
+
+__global__ void __launch_bounds__(kThreads)
+    group_decode_f16_kernel(const AttentionArgs a, const GroupShape sh, const int64_t span, float* part) {
+  cuda::pdl_begin();
+  extern __shared__ uint4 smem_u4[];
+  __half* Qs = reinterpret_cast<__half*>(smem_u4);  // [2][kGroupRows][ldq]: hi, lo
+  __half* stages = Qs + 2 * kGroupRows * sh.ldq;    // [2]{K [kKeyTile][ldk], V [kKeyTile][ldv]}
+  const int64_t q_part = int64_t{kGroupRows} * sh.ldq, stage = int64_t{kKeyTile} * (sh.ldk + sh.ldv);
+  float* S = reinterpret_cast<float*>(stages + 2 * stage);  // [kGroupRows][kScoreLd]: scores, then p
+  float* row_m = S + kGroupRows * kScoreLd;                 // [kGroupRows] each
+  float* row_l = row_m + kGroupRows;
+  float* row_al = row_l + kGroupRows;
+  const int64_t G = a.n_q / a.n_kv, R = a.T * G, row_tiles = (R + kGroupRows - 1) / kGroupRows;
+  const int64_t hk = blockIdx.x / row_tiles, r0 = blockIdx.x % row_tiles * kGroupRows;
+  const int rows = static_cast<int>(R - r0 < kGroupRows ? R - r0 : kGroupRows);
+  const int tid = threadIdx.x, warp = tid / kWarp, lane = tid % kWarp, g = lane / 4, i = lane % 4;
+  const int Dp = sh.Dp;
+  for (int e = tid; e < kGroupRows * Dp; e += kThreads) {
+    const int r = e / Dp, d = e % Dp;
+    const int64_t rr = r0 + r;
+    const float x = r < rows && d < a.D ? a.q[rr / G * a.q_st + (hk * G + rr % G) * a.q_sh + d] : 0.0f;
+    f16_parts(x, Qs[r * sh.ldq + d], Qs[q_part + r * sh.ldq + d]);
+  }
+  if (tid < kGroupRows) row_m[tid] = kNegInf, row_l[tid] = 0;
+  // The run's keys that some row of the block sees: [begin, keys_end).
+  const int64_t begin = static_cast<int64_t>(blockIdx.y) * span;
+  const int64_t seen_end = a.offset + (r0 + rows - 1) / G + 1;
+  const int64_t keys_end = begin + span < seen_end ? begin + span : seen_end;
+  const int64_t tiles = keys_end > begin ? (keys_end - begin + kKeyTile - 1) / kKeyTile : 0;
+  const __half* K = static_cast<const __half*>(a.k) + hk * a.k_sh;  // key j at K + j·k_st, [D]
+  const __half* V = static_cast<const __half*>(a.v) + hk * a.v_sh;  // value j at V + j·v_st, [Dv]
+  const int cols = sh.Dvp / kWarps, c_w = warp * cols;              // the warp's value columns
+  float o[kGroupFrags][4] = {};  // 2^14 · o[row g (+8)][c_w + 8n + 2i (+1)], unnormalized
+  const int a_row = (lane % 8) + 8 * ((lane / 8) % 2), a_col = 8 * (lane / 16);
+  const int b_row = (lane % 8) + 8 * (lane / 16), b_col = 8 * ((lane / 8) % 2);
+  const auto copy_tile = [&](int64_t t) {  // tile t of the run into stage t % 2, one cp.async group
+    __half* ks = stages + (t & 1) * stage;
+    const int64_t k0 = begin + t * kKeyTile, k1 = k0 + kKeyTile < keys_end ? k0 + kKeyTile : keys_end;
+    load_f16_tile(K, a.k_st, k0, k1, static_cast<int>(a.D), Dp, ks, sh.ldk, true);
+    load_f16_tile(V, a.v_st, k0, k1, static_cast<int>(a.Dv), sh.Dvp, ks + kKeyTile * sh.ldk, sh.ldv, true);
+    cuda::cp_async_commit();
+  };
+  if (tiles > 0) copy_tile(0);
+  for (int64_t t = 0; t < tiles; ++t) {
+    cuda::cp_async_wait<0>();
+    __syncthreads();  // tile t (and Q) in shared memory; every warp done with tile t − 1's stage and S
+    if (t + 1 < tiles) copy_tile(t + 1);
+    const __half* Ks = stages + (t & 1) * stage;
+    const __half* Vs = Ks + kKeyTile * sh.ldk;
+    const int64_t k0 = begin + t * kKeyTile, k1 = k0 + kKeyTile < keys_end ? k0 + kKeyTile : keys_end;
+    {  // scores of keys k0 + 16·warp … + 15: fragments 0 and 1 hold keys + 8f + 2i (+1)
+      float s[2][4] = {};
+      for (int kk = 0; kk < Dp; kk += 16) {
+        uint32_t qa[2][4], kf[4];
+        cuda::ldmatrix_x4<false>(qa[0], Qs + a_row * sh.ldq + kk + a_col);
+        cuda::ldmatrix_x4<false>(qa[1], Qs + q_part + a_row * sh.ldq + kk + a_col);
+        cuda::ldmatrix_x4<false>(kf, Ks + (16 * warp + b_row) * sh.ldk + kk + b_col);
+        float t0[4] = {}, t1[4] = {};  // this k step's 16 terms (lo, then hi), added to the scores in f32
+        cuda::mma_f16(t0, qa[1], kf[0], kf[1]);
+        cuda::mma_f16(t1, qa[1], kf[2], kf[3]);
+        cuda::mma_f16(t0, qa[0], kf[0], kf[1]);
+        cuda::mma_f16(t1, qa[0], kf[2], kf[3]);
+#pragma unroll
+        for (int c = 0; c < 4; ++c) s[0][c] += t0[c], s[1][c] += t1[c];
+      }
+#pragma unroll
+      for (int f = 0; f < 2; ++f)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) {
+          const int r = g + (c >= 2 ? 8 : 0), j = 16 * warp + 8 * f + 2 * i + (c & 1);
+          const int64_t key = k0 + j;
+          const bool seen = r < rows && key < k1 && key <= a.offset + (r0 + r) / G;
+          S[r * kScoreLd + j] = seen ? s[f][c] * a.scale : kNegInf;
+        }
+    }
+    __syncthreads();
+    {  // the tile's online-softmax step: eight threads (of one warp) a row, eight keys each
+      const int r = tid / 8, j0 = tid % 8 * 8;
+      float4* sr = reinterpret_cast<float4*>(S + r * kScoreLd + j0);
+      float x[8];
+      const float4 x0 = sr[0], x1 = sr[1];
+      x[0] = x0.x, x[1] = x0.y, x[2] = x0.z, x[3] = x0.w, x[4] = x1.x, x[5] = x1.y, x[6] = x1.z, x[7] = x1.w;
+      const float m_old = row_m[r], l_old = row_l[r];
+      float mx = kNegInf;
+#pragma unroll
+      for (int j = 0; j < 8; ++j) mx = fmaxf(mx, x[j]);
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 4));
+      const float m_new = fmaxf(m_old, mx);
+      const bool any = m_new != kNegInf;               // the row has seen a key (else p = 0, α = 1)
+      const float al = any ? expf(m_old - m_new) : 1;  // 0 on the row's first keys (m = −inf)
+      float sum = 0;
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        x[j] = any ? expf(x[j] - m_new) : 0.0f;  // 0 for a masked key
+        sum += x[j];
+      }
+      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+      sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+      sum += __shfl_xor_sync(0xffffffffu, sum, 4);
+      sr[0] = make_float4(x[0], x[1], x[2], x[3]), sr[1] = make_float4(x[4], x[5], x[6], x[7]);
+      __syncwarp();  // the row's eight threads have read m and l
+      if (tid % 8 == 0) row_m[r] = m_new, row_l[r] = l_old * al + sum, row_al[r] = al;
+    }
+    __syncthreads();
+    {  // o ← α·o + (p·2^14)·v over the warp's columns, 16 keys at a time
+      const float al0 = row_al[g], al1 = row_al[g + 8];
+#pragma unroll
+      for (int n = 0; n < kGroupFrags; ++n) o[n][0] *= al0, o[n][1] *= al0, o[n][2] *= al1, o[n][3] *= al1;
+#pragma unroll
+      for (int ks = 0; ks < kKeyTile / 16; ++ks) {
+        const float* p0 = S + g * kScoreLd + 16 * ks + 2 * i;  // row g, keys 16ks + 2i (+1), then + 8
+        const float* p1 = p0 + 8 * kScoreLd;                   // row g + 8
+        const float2 x[4] = {*reinterpret_cast<const float2*>(p0), *reinterpret_cast<const float2*>(p1),
+                             *reinterpret_cast<const float2*>(p0 + 8),
+                             *reinterpret_cast<const float2*>(p1 + 8)};
+        uint32_t pa[2][4];  // hi, lo
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+          __half h0, l0, h1, l1;
+          f16_parts(x[q].x * kPScale, h0, l0);
+          f16_parts(x[q].y * kPScale, h1, l1);
+          pa[0][q] = cuda::pack_f16(h0, h1);
+          pa[1][q] = cuda::pack_f16(l0, l1);
+        }
+#pragma unroll
+        for (int n = 0; n < kGroupFrags; n += 2) {  // the warp's columns 8n … 8n + 15
+          if (8 * n >= cols) break;
+          uint32_t vf[4];  // (n: b0, b1), (n + 1: b0, b1)
+          cuda::ldmatrix_x4<true>(vf, Vs + (16 * ks + a_row) * sh.ldv + c_w + 8 * n + a_col);
+          float t0[4] = {}, t1[4] = {};  // these 16 keys' terms (lo, then hi), added to o in f32
+          cuda::mma_f16(t0, pa[1], vf[0], vf[1]);
+          cuda::mma_f16(t1, pa[1], vf[2], vf[3]);
+          cuda::mma_f16(t0, pa[0], vf[0], vf[1]);
+          cuda::mma_f16(t1, pa[0], vf[2], vf[3]);
+#pragma unroll
+          for (int c = 0; c < 4; ++c) o[n][c] += t0[c], o[n + 1][c] += t1[c];
+        }
+      }
+    }
+  }
+  __syncthreads();  // the rows' last m and l (or their initial values, for a run past every row's keys)
+#pragma unroll
+  for (int n = 0; n < kGroupFrags; ++n)
+#pragma unroll
+    for (int c = 0; c < 4; ++c) {
+      const int r = g + (c >= 2 ? 8 : 0), col = c_w + 8 * n + 2 * i + (c & 1);
+      if (r >= rows || col >= a.Dv || 8 * n >= cols) continue;
+      const int64_t rr = r0 + r, t = rr / G, h = hk * G + rr % G;
+      if (part != nullptr)
+        part[((static_cast<int64_t>(blockIdx.y) * a.T + t) * a.n_q + h) * (a.Dv + 2) + col] =
+            o[n][c] / kPScale;
+      else
+        a.out[t * a.o_st + h * a.o_sh + col] = o[n][c] / (row_l[r] * kPScale);
+    }
+  if (part != nullptr && tid < rows) {
+    const int64_t rr = r0 + tid, t = rr / G, h = hk * G + rr % G;
+    float* dst = part + ((static_cast<int64_t>(blockIdx.y) * a.T + t) * a.n_q + h) * (a.Dv + 2);
+    dst[a.Dv] = row_m[tid], dst[a.Dv + 1] = row_l[tid];
+  }
+}
+
 // One block per (row t, head h): the S runs' partials merged in run order into out[t, h].
 __global__ void __launch_bounds__(kThreads)
     combine_kernel(const AttentionArgs a, const int64_t S, const float* part) {
+  cuda::pdl_begin();
   const int64_t t = blockIdx.x / a.n_q, h = blockIdx.x % a.n_q, Dv = a.Dv, stride = a.T * a.n_q * (Dv + 2);
   const float* p0 = part + (t * a.n_q + h) * (Dv + 2);
   float M = kNegInf;
@@ -837,9 +1071,12 @@ Split split_of(const AttentionArgs& a, int sms) {
 
 }  // namespace
 
-// Split steps (T ≤ kRows): kMaxSplits runs of partials [T, n_q, Dv + 2] f32, whatever the cache length.
+// Split steps (T ≤ kRows): runs of partials [T, n_q, Dv + 2] f32, whatever the cache length — kMaxSplits
+// runs, or group_runs_cap(T) over an f16 cache (the grouped kernel's; at most kMaxRunRows · n_q · (Dv + 2)).
 int64_t CudaBackend::attention_workspace(const AttentionArgs& a) const {
-  return a.T <= kRows ? kMaxSplits * a.T * a.n_q * (a.Dv + 2) * 4 : 0;
+  if (a.T > kRows) return 0;
+  const int64_t runs = a.kv_dtype == DType::f16 ? group_runs_cap(a.T) : kMaxSplits;
+  return runs * a.T * a.n_q * (a.Dv + 2) * 4;
 }
 
 void CudaBackend::attention(const AttentionArgs& a) {
@@ -862,17 +1099,37 @@ void CudaBackend::attention(const AttentionArgs& a) {
     part = Tensor::empty(pool(), DType::u8, {attention_workspace(a)}, "attention key-run partials");
   const int sms = a.T <= kRows ? sm_count() : 0;
   const Split sp = split_of(a, sms);
+  if (sp.runs > 1 && group_fits(a)) {
+    const Split gs = group_split_of(a, sms);
+    const GroupShape sh = group_shape(a);
+    const int64_t smem = group_shared_bytes(sh);
+    float* runs_out = gs.runs > 1 ? static_cast<float*>(part.data()) : nullptr;
+    const int64_t row_tiles = (a.T * (a.n_q / a.n_kv) + kGroupRows - 1) / kGroupRows;
+    const dim3 grid(cuda::mixer::grid_blocks(a.n_kv * row_tiles, "attention"),
+                    static_cast<unsigned>(gs.runs));
+    cuda::mixer::allow_shared(group_decode_f16_kernel, smem, "attention shared memory");
+    cuda::launch(group_decode_f16_kernel, grid, kThreads, static_cast<size_t>(smem), stream(), a, sh, gs.span,
+                 runs_out);
+    cuda::check(cudaGetLastError(), "attention (grouped decode) launch");
+    if (gs.runs > 1) {
+      cuda::launch(combine_kernel, static_cast<unsigned>(a.T * a.n_q), kThreads, 0, stream(), a, gs.runs,
+                   runs_out);
+      cuda::check(cudaGetLastError(), "attention combine launch");
+    }
+    return;
+  }
   if (sp.runs > 1 && decode_fits(a)) {
     const Split ds = decode_split_of(a, sms);
     float* runs_out = ds.runs > 1 ? static_cast<float*>(part.data()) : nullptr;
     const dim3 grid(static_cast<unsigned>(a.T * a.n_q), static_cast<unsigned>(ds.runs));
     if (f16)
-      decode_kernel<__half><<<grid, kThreads, 0, stream()>>>(a, ds.span, runs_out);
+      cuda::launch(decode_kernel<__half>, grid, kThreads, 0, stream(), a, ds.span, runs_out);
     else
-      decode_kernel<float><<<grid, kThreads, 0, stream()>>>(a, ds.span, runs_out);
+      cuda::launch(decode_kernel<float>, grid, kThreads, 0, stream(), a, ds.span, runs_out);
     cuda::check(cudaGetLastError(), "attention (decode) launch");
     if (ds.runs > 1) {
-      combine_kernel<<<static_cast<unsigned>(a.T * a.n_q), kThreads, 0, stream()>>>(a, ds.runs, runs_out);
+      cuda::launch(combine_kernel, static_cast<unsigned>(a.T * a.n_q), kThreads, 0, stream(), a, ds.runs,
+                   runs_out);
       cuda::check(cudaGetLastError(), "attention combine launch");
     }
     return;
@@ -884,12 +1141,12 @@ void CudaBackend::attention(const AttentionArgs& a) {
       const MmaF16Shape sh = mma_f16_shape(a);
       const int64_t smem = mma_f16_shared_bytes(sh);
       cuda::mixer::allow_shared(mma_attention_f16_kernel, smem, "attention shared memory");
-      mma_attention_f16_kernel<<<grid, kThreads, static_cast<size_t>(smem), stream()>>>(a, sh);
+      cuda::launch(mma_attention_f16_kernel, grid, kThreads, static_cast<size_t>(smem), stream(), a, sh);
     } else {
       const MmaShape sh = mma_shape(a);
       const int64_t smem = mma_shared_bytes(sh);
       cuda::mixer::allow_shared(mma_attention_kernel, smem, "attention shared memory");
-      mma_attention_kernel<<<grid, kThreads, static_cast<size_t>(smem), stream()>>>(a, sh);
+      cuda::launch(mma_attention_kernel, grid, kThreads, static_cast<size_t>(smem), stream(), a, sh);
     }
     cuda::check(cudaGetLastError(), "attention (tensor cores) launch");
     return;
@@ -899,16 +1156,17 @@ void CudaBackend::attention(const AttentionArgs& a) {
   float* runs_out = sp.runs > 1 ? static_cast<float*>(part.data()) : nullptr;
   if (f16) {
     cuda::mixer::allow_shared(attention_kernel<__half>, smem, "attention shared memory");
-    attention_kernel<__half>
-        <<<grid, kThreads, static_cast<size_t>(smem), stream()>>>(a, stage_ld(a), sp.span, runs_out);
+    cuda::launch(attention_kernel<__half>, grid, kThreads, static_cast<size_t>(smem), stream(), a,
+                 stage_ld(a), sp.span, runs_out);
   } else {
     cuda::mixer::allow_shared(attention_kernel<float>, smem, "attention shared memory");
-    attention_kernel<float>
-        <<<grid, kThreads, static_cast<size_t>(smem), stream()>>>(a, stage_ld(a), sp.span, runs_out);
+    cuda::launch(attention_kernel<float>, grid, kThreads, static_cast<size_t>(smem), stream(), a, stage_ld(a),
+                 sp.span, runs_out);
   }
   cuda::check(cudaGetLastError(), "attention launch");
   if (sp.runs > 1) {
-    combine_kernel<<<static_cast<unsigned>(a.T * a.n_q), kThreads, 0, stream()>>>(a, sp.runs, runs_out);
+    cuda::launch(combine_kernel, static_cast<unsigned>(a.T * a.n_q), kThreads, 0, stream(), a, sp.runs,
+                 runs_out);
     cuda::check(cudaGetLastError(), "attention combine launch");
   }
 }
@@ -925,8 +1183,8 @@ void CudaBackend::convert(const ConvertArgs& a) {
   }
   if (a.dst_dtype != DType::f16)
     throw_error(ErrorCode::unsupported, "convert: to {} on CUDA (f32 and f16 only)", dtype_name(a.dst_dtype));
-  convert_f16_kernel<<<cuda::grid_blocks(a.n, cuda::kThreads), cuda::kThreads, 0, stream()>>>(
-      a.src, static_cast<__half*>(a.dst), a.n);
+  cuda::launch(convert_f16_kernel, cuda::grid_blocks(a.n, cuda::kThreads), cuda::kThreads, 0, stream(), a.src,
+               static_cast<__half*>(a.dst), a.n);
   cuda::check(cudaGetLastError(), "convert launch");
 }
 

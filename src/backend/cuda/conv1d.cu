@@ -20,6 +20,7 @@ constexpr int64_t kConvTokens = 16;  // tokens per thread of the output kernel
 
 // Channels stride over x (one per thread), runs of kConvTokens tokens over y. Strides in floats.
 __global__ void conv1d_out_kernel(Conv1dArgs a) {
+  cuda::pdl_begin();
   const int64_t K = a.K, S = K - 1, C = a.C;
   for (int64_t c = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; c < C;
        c += static_cast<int64_t>(gridDim.x) * blockDim.x) {
@@ -46,6 +47,7 @@ __global__ void conv1d_out_kernel(Conv1dArgs a) {
 
 // state[r, c] ← xx[T + r, c] for r < K − 1, ascending (T > 0).
 __global__ void conv1d_state_kernel(Conv1dArgs a) {
+  cuda::pdl_begin();
   const int64_t S = a.K - 1, C = a.C;
   for (int64_t c = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; c < C;
        c += static_cast<int64_t>(gridDim.x) * blockDim.x)
@@ -65,10 +67,10 @@ void CudaBackend::causal_conv1d(const Conv1dArgs& a) {
   enter();
   if (a.T == 0 || a.C == 0) return;
   const dim3 grid(cuda::grid_blocks(a.C, cuda::kThreads), cuda::grid_blocks(a.T, kConvTokens));
-  conv1d_out_kernel<<<grid, cuda::kThreads, 0, stream()>>>(a);
+  cuda::launch(conv1d_out_kernel, grid, cuda::kThreads, 0, stream(), a);
   cuda::check(cudaGetLastError(), "causal_conv1d launch");
   if (a.K > 1) {
-    conv1d_state_kernel<<<cuda::grid_blocks(a.C, cuda::kThreads), cuda::kThreads, 0, stream()>>>(a);
+    cuda::launch(conv1d_state_kernel, cuda::grid_blocks(a.C, cuda::kThreads), cuda::kThreads, 0, stream(), a);
     cuda::check(cudaGetLastError(), "causal_conv1d (state) launch");
   }
 }

@@ -3,6 +3,8 @@
 #include <cuda_runtime_api.h>
 
 #include <atomic>
+#include <cstdlib>
+#include <cstring>
 
 #include "core/error.h"
 
@@ -11,6 +13,22 @@ namespace keel::cuda {
 namespace {
 std::atomic<bool> g_context_lost{false};
 }  // namespace
+
+// device_util.cuh's launch(): programmatic dependent launch on compute capability ≥ 9 unless KEEL_CUDA_PDL=0.
+bool pdl_enabled() {
+  static const bool on = [] {
+    const char* env = std::getenv("KEEL_CUDA_PDL");
+    if (env != nullptr && std::strcmp(env, "0") == 0) return false;
+    int device = 0, major = 0;
+    if (cudaGetDevice(&device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) {
+      (void)cudaGetLastError();  // no device: launches fail on their own, without the attribute
+      return false;
+    }
+    return major >= 9;
+  }();
+  return on;
+}
 
 bool context_lost() {
   return g_context_lost.load();

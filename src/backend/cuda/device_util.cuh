@@ -15,6 +15,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <utility>
 
 #include "backend/kernel_args.h"
 #include "core/dtype.h"
@@ -236,6 +237,44 @@ constexpr int64_t kGridCap = 65535;  // blocks per grid dimension at most (kerne
 inline unsigned grid_blocks(int64_t items, int64_t per_block = 1) {
   const int64_t b = (items + per_block - 1) / per_block;
   return static_cast<unsigned>(b < 1 ? 1 : b > kGridCap ? kGridCap : b);
+}
+
+// ---- launches: programmatic dependent launch (sm_90+)
+// ------------------------------------------------------ Every kernel here starts with pdl_begin() and is
+// launched by launch(): on a device of compute capability 9 or more, with programmatic stream serialization,
+// so the next kernel of the stream is scheduled while this one drains instead of after it (its blocks take
+// their SMs as this one's leave), which hides most of the launch and ramp a small kernel costs: a decode step
+// is ~500 launches of 3–12 µs each (ncu, H200, docs/CUDA.md). pdl_begin() first lets the stream's next kernel
+// launch, then waits until every kernel before this one has finished and its writes are visible
+// (griddepcontrol.wait) — before the kernel reads or writes anything, so the stream's order is kept exactly
+// as without it: only block scheduling moves. A kernel launched without the attribute (cuBLAS's, CUB's,
+// fill.cu's) simply waits for what precedes it, as a kernel after it waits for it. KEEL_CUDA_PDL=0 in the
+// environment launches without the attribute (the A/B of docs/CUDA.md).
+__device__ __forceinline__ void pdl_begin() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;\n\tgriddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+// Whether launches use programmatic stream serialization: the current device at the first call has compute
+// capability ≥ 9 and KEEL_CUDA_PDL is not "0" (asked once per process).
+bool pdl_enabled();
+
+// kernel<<<grid, block, smem, stream>>>(args...) with the attribute when pdl_enabled(); a launch error is
+// left for the caller's cudaGetLastError check, as after <<<>>>.
+template <class... Params, class... Args>
+void launch(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+            Args&&... args) {
+  cudaLaunchConfig_t config{};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.dynamicSmemBytes = smem;
+  config.stream = stream;
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = 1;
+  if (pdl_enabled()) config.attrs = &attr, config.numAttrs = 1;
+  (void)cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
 }
 
 }  // namespace keel::cuda

@@ -11,6 +11,7 @@ namespace {
 
 // Blocks stride over tokens (y) and over a row's d elements (x, kThreads per block).
 __global__ void embedding_kernel(EmbeddingArgs a) {
+  cuda::pdl_begin();
   for (int64_t t = blockIdx.y; t < a.T; t += gridDim.y) {
     const int64_t id = a.ids[t];
     auto* out = reinterpret_cast<float*>(a.out + t * a.out_row_bytes);
@@ -35,7 +36,7 @@ void CudaBackend::embedding(const EmbeddingArgs& a) {
   enter();
   if (a.T == 0 || a.d == 0) return;
   const dim3 grid(cuda::grid_blocks(a.d, cuda::kThreads), cuda::grid_blocks(a.T));
-  embedding_kernel<<<grid, cuda::kThreads, 0, stream()>>>(a);
+  cuda::launch(embedding_kernel, grid, cuda::kThreads, 0, stream(), a);
   cuda::check(cudaGetLastError(), "embedding launch");
 }
 

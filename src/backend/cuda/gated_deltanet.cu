@@ -58,6 +58,7 @@ __device__ __forceinline__ void load_rows(const float* p, float (&v)[kPer]) {
 // Before the first stage and after the last, the state slab [Dk, kRSlabLd] over q̂ and k̂.
 template <int kPer>
 __global__ void __launch_bounds__(kRThreads) gated_deltanet_kernel(const GatedDeltaNetArgs a) {
+  cuda::pdl_begin();
   extern __shared__ __align__(16) float smem[];
   constexpr int kDp = kRSlices * kPer, kM = (kDp + kWarp - 1) / kWarp;  // a lane's elements of a staged row
   const int64_t Dk = a.Dk, Dv = a.Dv, col_blocks = (Dv + kRCols - 1) / kRCols;
@@ -222,6 +223,7 @@ constexpr int kThreads = kCols * kSlices;
 // K̂ [Ce, Dk + 1] each (odd rows: threads reading different rows hit different banks), A (then the q̂·k̂
 // coefficients) [Ce, Ce], V_new [Ce, kCols], γ, β [Ce] each.
 __global__ void __launch_bounds__(kThreads) gated_deltanet_chunked_kernel(const GatedDeltaNetArgs a) {
+  cuda::pdl_begin();
   extern __shared__ float smem[];
   const int64_t Dk = a.Dk, Dv = a.Dv, col_blocks = (Dv + kCols - 1) / kCols, ld = Dk + 1;
   const int64_t h = blockIdx.x / col_blocks, j0 = blockIdx.x % col_blocks * kCols;
@@ -363,14 +365,15 @@ void CudaBackend::gated_deltanet(const GatedDeltaNetArgs& a) {
         cuda::mixer::grid_blocks(a.Hv * ((a.Dv + kCols - 1) / kCols), "gated_deltanet");
     const int64_t smem = chunked_shared_bytes(a);
     cuda::mixer::allow_shared(gated_deltanet_chunked_kernel, smem, "gated_deltanet (chunked) shared memory");
-    gated_deltanet_chunked_kernel<<<blocks, dim3(kCols, kSlices), static_cast<size_t>(smem), stream()>>>(a);
+    cuda::launch(gated_deltanet_chunked_kernel, blocks, dim3(kCols, kSlices), static_cast<size_t>(smem),
+                 stream(), a);
   } else {
     const unsigned int blocks =
         cuda::mixer::grid_blocks(a.Hv * ((a.Dv + kRCols - 1) / kRCols), "gated_deltanet");
     const RecurrenceKernel kernel = recurrence_kernel(a.Dk);
     const int64_t smem = shared_bytes(a);
     cuda::mixer::allow_shared(kernel, smem, "gated_deltanet shared memory");
-    kernel<<<blocks, kRThreads, static_cast<size_t>(smem), stream()>>>(a);
+    cuda::launch(kernel, blocks, kRThreads, static_cast<size_t>(smem), stream(), a);
   }
   cuda::check(cudaGetLastError(), "gated_deltanet launch");
 }

@@ -263,6 +263,7 @@ __host__ __device__ constexpr int64_t gemv_block_rows() {
 }
 template <int kKind, int kT>
 __global__ void gemv_kernel(const MatmulArgs a) {
+  cuda::pdl_begin();
   const int64_t o = static_cast<int64_t>(blockIdx.x) * gemv_block_rows<kKind, kT>() +
                     threadIdx.x / 32 * gemv_out_rows<kKind, kT>();
   if (o < a.out) gemv_any<kKind, kT>(a, nullptr, o, 0, a.T);
@@ -336,6 +337,7 @@ __device__ __forceinline__ void tiled_tile(const MatmulArgs& a, const int32_t* x
 }
 
 __global__ void tiled_kernel(const MatmulArgs a) {
+  cuda::pdl_begin();
   const int64_t t0 = static_cast<int64_t>(blockIdx.y) * kTile;
   tiled_tile(a, nullptr, t0, t0 + kTile < a.T ? t0 + kTile : a.T, static_cast<int64_t>(blockIdx.x) * kTile);
 }
@@ -590,6 +592,7 @@ __device__ __forceinline__ void mma_tile(const MatmulArgs& a, const int32_t* x_r
 
 template <bool kPacked>
 __global__ void __launch_bounds__(256, 2) mma_kernel(const MatmulArgs a) {
+  cuda::pdl_begin();
   const int64_t t0 = static_cast<int64_t>(blockIdx.y) * kMmaM;
   mma_tile<kPacked>(a, nullptr, t0, t0 + kMmaM < a.T ? t0 + kMmaM : a.T,
                     static_cast<int64_t>(blockIdx.x) * kMmaN);
@@ -666,6 +669,7 @@ __device__ __forceinline__ MatmulArgs expert_args(const MatmulArgs& m, const Exp
 template <int kKind, int kT>
 __global__ void grouped_gemv_kernel(const MatmulArgs m, const ExpertPointers p, const int32_t* offsets,
                                     const int32_t* x_rows, int E, int64_t max_tiles) {
+  cuda::pdl_begin();
   for (int64_t tile = blockIdx.y; tile < max_tiles; tile += gridDim.y) {
     const Tile t = find_tile(offsets, E, kGemvRows, tile);
     if (t.rows == 0) return;
@@ -689,7 +693,7 @@ struct GemvLaunch {
   template <int kKind, int kT>
   void launch() const {
     constexpr int64_t rows = gemv_block_rows<kKind, kT>();
-    gemv_kernel<kKind, kT><<<static_cast<unsigned>((a.out + rows - 1) / rows), 256, 0, s>>>(a);
+    cuda::launch(gemv_kernel<kKind, kT>, static_cast<unsigned>((a.out + rows - 1) / rows), 256, 0, s, a);
   }
 };
 struct GroupedGemvLaunch {
@@ -712,7 +716,7 @@ struct GroupedGemvLaunch {
   void launch() const {
     constexpr int64_t rows = gemv_block_rows<kKind, kT>();
     const dim3 g(static_cast<unsigned>((a.out + rows - 1) / rows), grid.y);  // grid.y: the tiles
-    grouped_gemv_kernel<kKind, kT><<<g, 256, 0, s>>>(a, p, offsets, x_rows, E, max_tiles);
+    cuda::launch(grouped_gemv_kernel<kKind, kT>, g, 256, 0, s, a, p, offsets, x_rows, E, max_tiles);
   }
 };
 
@@ -731,6 +735,7 @@ int grouped_gemv_kind(const GroupedMatmulArgs& g) {
 // Prefill: tiles of 64 rows × 64 outputs, the dense tiled kernel's tile.
 __global__ void grouped_tiled_kernel(const MatmulArgs m, const ExpertPointers p, const int32_t* offsets,
                                      const int32_t* x_rows, int E, int64_t max_tiles) {
+  cuda::pdl_begin();
   for (int64_t tile = blockIdx.y; tile < max_tiles; tile += gridDim.y) {
     const Tile t = find_tile(offsets, E, kTile, tile);
     if (t.rows == 0) return;
@@ -744,6 +749,7 @@ template <bool kPacked>
 __global__ void __launch_bounds__(256, 2)
     grouped_mma_kernel(const MatmulArgs m, const ExpertPointers p, const int32_t* offsets,
                        const int32_t* x_rows, int E, int64_t max_tiles) {
+  cuda::pdl_begin();
   for (int64_t tile = blockIdx.y; tile < max_tiles; tile += gridDim.y) {
     const Tile t = find_tile(offsets, E, kMmaM, tile);
     if (t.rows == 0) return;
@@ -754,6 +760,7 @@ __global__ void __launch_bounds__(256, 2)
 
 // y rows = bias (or 0), before the cuBLAS products add onto them.
 __global__ void init_rows_kernel(const MatmulArgs a) {
+  cuda::pdl_begin();
   const int64_t t = blockIdx.y;
   for (int64_t o = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; o < a.out;
        o += static_cast<int64_t>(gridDim.x) * blockDim.x)
@@ -763,6 +770,7 @@ __global__ void init_rows_kernel(const MatmulArgs a) {
 // part p [t, k] = bf16(x[t, k] − Σ_{q<p} part q [t, k]) (each difference exact in f32); parts [T, in]
 // contiguous, `part_stride` elements apart.
 __global__ void split_bf16_kernel(const MatmulArgs a, __nv_bfloat16* parts, int64_t part_stride) {
+  cuda::pdl_begin();
   const int64_t t = blockIdx.y;
   for (int64_t k = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; k < a.in;
        k += static_cast<int64_t>(gridDim.x) * blockDim.x) {
@@ -824,9 +832,9 @@ void CudaBackend::matmul(const MatmulArgs& a) {
       const dim3 grid(static_cast<unsigned>((a.out + kMmaN - 1) / kMmaN),
                       static_cast<unsigned>((n + kMmaM - 1) / kMmaM));
       if (a.w_bits > 0)
-        mma_kernel<true><<<grid, 256, 0, s>>>(rows_from(a, t0, n));
+        cuda::launch(mma_kernel<true>, grid, 256, 0, s, rows_from(a, t0, n));
       else
-        mma_kernel<false><<<grid, 256, 0, s>>>(rows_from(a, t0, n));
+        cuda::launch(mma_kernel<false>, grid, 256, 0, s, rows_from(a, t0, n));
       cuda::check(cudaGetLastError(), "matmul (tensor-core tiles) launch");
     }
     return;
@@ -836,7 +844,7 @@ void CudaBackend::matmul(const MatmulArgs& a) {
       const int64_t n = a.T - t0 < int64_t{65535} * kTile ? a.T - t0 : int64_t{65535} * kTile;
       const dim3 grid(static_cast<unsigned>((a.out + kTile - 1) / kTile),
                       static_cast<unsigned>((n + kTile - 1) / kTile));
-      tiled_kernel<<<grid, 256, 0, s>>>(rows_from(a, t0, n));
+      cuda::launch(tiled_kernel, grid, 256, 0, s, rows_from(a, t0, n));
       cuda::check(cudaGetLastError(), "matmul (tiled) launch");
     }
     return;
@@ -845,8 +853,8 @@ void CudaBackend::matmul(const MatmulArgs& a) {
   const int64_t ldx = a.x_row_bytes / 4, ldy = a.y_row_bytes / 4;
   const int64_t ldw = a.w_row_bytes / static_cast<int64_t>(dtype_info(a.w_dtype).block_bytes);
   for_row_batches(a.T, [&](int64_t t0, int64_t n) {
-    init_rows_kernel<<<dim3(blocks_for(a.out, 256), static_cast<unsigned>(n)), 256, 0, s>>>(
-        rows_from(a, t0, n));
+    cuda::launch(init_rows_kernel, dim3(blocks_for(a.out, 256), static_cast<unsigned>(n)), 256, 0, s,
+                 rows_from(a, t0, n));
   });
   cuda::check(cudaGetLastError(), "matmul (bias) launch");
   const float one = 1.0f;
@@ -863,8 +871,8 @@ void CudaBackend::matmul(const MatmulArgs& a) {
   auto* parts = static_cast<__nv_bfloat16*>(split.data());
   const int64_t part_stride = a.T * a.in;
   for_row_batches(a.T, [&](int64_t t0, int64_t n) {
-    split_bf16_kernel<<<dim3(blocks_for(a.in, 256), static_cast<unsigned>(n)), 256, 0, s>>>(
-        rows_from(a, t0, n), parts + t0 * a.in, part_stride);
+    cuda::launch(split_bf16_kernel, dim3(blocks_for(a.in, 256), static_cast<unsigned>(n)), 256, 0, s,
+                 rows_from(a, t0, n), parts + t0 * a.in, part_stride);
   });
   cuda::check(cudaGetLastError(), "matmul (split) launch");
   for (int p = 0; p < kSplitParts; ++p)
@@ -903,11 +911,11 @@ void CudaBackend::grouped_matmul(const GroupedMatmulArgs& g) {
     with_gemv_kind(grouped_gemv_kind(g),
                    GroupedGemvLaunch{grid, stream(), a, p, g.offsets, g.x_rows, E, max_tiles, g.tokens == 1});
   else if (mma && m.w_bits > 0)
-    grouped_mma_kernel<true><<<grid, 256, 0, stream()>>>(a, p, g.offsets, g.x_rows, E, max_tiles);
+    cuda::launch(grouped_mma_kernel<true>, grid, 256, 0, stream(), a, p, g.offsets, g.x_rows, E, max_tiles);
   else if (mma)
-    grouped_mma_kernel<false><<<grid, 256, 0, stream()>>>(a, p, g.offsets, g.x_rows, E, max_tiles);
+    cuda::launch(grouped_mma_kernel<false>, grid, 256, 0, stream(), a, p, g.offsets, g.x_rows, E, max_tiles);
   else
-    grouped_tiled_kernel<<<grid, 256, 0, stream()>>>(a, p, g.offsets, g.x_rows, E, max_tiles);
+    cuda::launch(grouped_tiled_kernel, grid, 256, 0, stream(), a, p, g.offsets, g.x_rows, E, max_tiles);
   cuda::check(cudaGetLastError(), "grouped_matmul launch");
 }
 

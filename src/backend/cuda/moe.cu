@@ -77,18 +77,20 @@ __device__ int64_t warp_picks(const MoeRouteArgs& a, const float* score, int lan
 
 // The weights of the picks top[0, n) and their indices, lane 0.
 // softmax_topk: exp(l − lmax) / Σ over the picks (lmax the row's largest logit). sigmoid_grouped: the
-// unbiased sigmoids of the picks, / (Σ + 1e-20) when norm_topk_prob, ·scaling.
+// unbiased sigmoids of the picks, / (Σ + 1e-20) when norm_topk_prob, ·scaling. The weights are summed in
+// the thread's own array and stored once (summing in w itself read each store back from global memory).
 __device__ void write_route(const MoeRouteArgs& a, const Pick* top, int64_t n, float lmax, const float* sig,
                             int32_t* idx, float* w) {
+  float v[kMoeMaxTopK];
   float sum = 0;
   if (!a.sigmoid_grouped) {
-    for (int64_t j = 0; j < n; ++j) sum += (w[j] = expf(top[j].score - lmax));
-    for (int64_t j = 0; j < n; ++j) w[j] /= sum, idx[j] = top[j].index;
+    for (int64_t j = 0; j < n; ++j) sum += (v[j] = expf(top[j].score - lmax));
+    for (int64_t j = 0; j < n; ++j) w[j] = v[j] / sum, idx[j] = top[j].index;
     return;
   }
-  for (int64_t j = 0; j < n; ++j) sum += (w[j] = sig[top[j].index]);  // unbiased scores
+  for (int64_t j = 0; j < n; ++j) sum += (v[j] = sig[top[j].index]);  // unbiased scores
   const float norm = a.norm_topk_prob ? 1.0f / (sum + 1e-20f) : 1.0f;
-  for (int64_t j = 0; j < n; ++j) w[j] = w[j] * norm * a.scaling, idx[j] = top[j].index;
+  for (int64_t j = 0; j < n; ++j) w[j] = v[j] * norm * a.scaling, idx[j] = top[j].index;
 }
 
 // A warp per token t (logits row t at logits + t·logits_st floats; indices/weights rows [top_k]): the lanes
@@ -100,6 +102,7 @@ __device__ void write_route(const MoeRouteArgs& a, const Pick* top, int64_t n, f
 // shared memory 26 µs.
 constexpr int kRouteWarps = 4;
 __global__ void __launch_bounds__(32 * kRouteWarps) moe_route_kernel(MoeRouteArgs a) {
+  cuda::pdl_begin();
   __shared__ float row[kRouteWarps][kMoeMaxExperts], sig[kRouteWarps][kMoeMaxExperts];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const bool has_bias = a.bias.data != nullptr;
@@ -146,6 +149,7 @@ __global__ void __launch_bounds__(32 * kRouteWarps) moe_route_kernel(MoeRouteArg
 // (__match_any_sync). Pairs outside [0, E) get position −1. Reference: backend/moe_host.h group().
 constexpr int kGroupThreads = 512, kGroupWarps = kGroupThreads / 32;
 __global__ void __launch_bounds__(kGroupThreads) moe_group_kernel(MoeGroupArgs a) {
+  cuda::pdl_begin();
   __shared__ int cursor[kMoeMaxExperts];
   __shared__ int warp_count[kGroupWarps * kMoeMaxExperts];  // [warp][expert], 0 outside a round
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -199,6 +203,7 @@ __global__ void __launch_bounds__(kGroupThreads) moe_group_kernel(MoeGroupArgs a
 // token's slots by position into shared memory, then each thread adds them into its elements in that order,
 // each product rounded before its sum (the CPU's d += c·s; __fmul_rn/__fadd_rn are never fused).
 __global__ void moe_combine_kernel(MoeCombineArgs a) {
+  cuda::pdl_begin();
   __shared__ int pos[kMoeMaxTopK];
   __shared__ float wt[kMoeMaxTopK];
   __shared__ int n;
@@ -228,6 +233,7 @@ __global__ void moe_combine_kernel(MoeCombineArgs a) {
 
 // ScaleRowsArgs: blocks over (a row's elements along x, rows along y).
 __global__ void scale_rows_kernel(ScaleRowsArgs a) {
+  cuda::pdl_begin();
   for (int64_t r = blockIdx.y; r < a.n; r += gridDim.y) {
     float* d = a.dst + r * a.dst_st;
     const float c = a.scale[r];
@@ -248,7 +254,7 @@ void CudaBackend::moe_route(const MoeRouteArgs& a) {
   if (a.T == 0 || a.E == 0) return;
   if (a.E > kMoeMaxExperts)
     throw_error(ErrorCode::invalid_argument, "moe_route: {} experts (at most {})", a.E, kMoeMaxExperts);
-  moe_route_kernel<<<cuda::grid_blocks(a.T, kRouteWarps), 32 * kRouteWarps, 0, stream()>>>(a);
+  cuda::launch(moe_route_kernel, cuda::grid_blocks(a.T, kRouteWarps), 32 * kRouteWarps, 0, stream(), a);
   cuda::check(cudaGetLastError(), "moe_route launch");
 }
 
@@ -256,7 +262,7 @@ void CudaBackend::moe_group(const MoeGroupArgs& a) {
   enter();
   if (a.E <= 0 || a.E > kMoeMaxExperts)
     throw_error(ErrorCode::invalid_argument, "moe_group: {} experts (1 to {})", a.E, kMoeMaxExperts);
-  moe_group_kernel<<<1, kGroupThreads, 0, stream()>>>(a);
+  cuda::launch(moe_group_kernel, 1, kGroupThreads, 0, stream(), a);
   cuda::check(cudaGetLastError(), "moe_group launch");
 }
 
@@ -264,7 +270,7 @@ void CudaBackend::moe_combine(const MoeCombineArgs& a) {
   enter();
   if (a.T == 0 || a.H == 0) return;
   const dim3 grid(cuda::grid_blocks(a.H, cuda::kThreads), cuda::grid_blocks(a.T));
-  moe_combine_kernel<<<grid, cuda::kThreads, 0, stream()>>>(a);
+  cuda::launch(moe_combine_kernel, grid, cuda::kThreads, 0, stream(), a);
   cuda::check(cudaGetLastError(), "moe_combine launch");
 }
 
@@ -272,7 +278,7 @@ void CudaBackend::scale_rows(const ScaleRowsArgs& a) {
   enter();
   if (a.n == 0 || a.width == 0) return;
   const dim3 grid(cuda::grid_blocks(a.width, cuda::kThreads), cuda::grid_blocks(a.n));
-  scale_rows_kernel<<<grid, cuda::kThreads, 0, stream()>>>(a);
+  cuda::launch(scale_rows_kernel, grid, cuda::kThreads, 0, stream(), a);
   cuda::check(cudaGetLastError(), "scale_rows launch");
 }
 

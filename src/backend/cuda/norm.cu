@@ -45,6 +45,7 @@ __device__ inline float scaled(float x, float r, const NormWeight& w, int64_t i)
 }
 
 __global__ void rms_norm_kernel(RmsNormArgs a) {
+  cuda::pdl_begin();
   const int64_t n = a.x.n;
   for (int64_t r = blockIdx.x; r < a.x.rows; r += gridDim.x) {
     const float* x = a.x.row(r);
@@ -59,6 +60,7 @@ __global__ void rms_norm_kernel(RmsNormArgs a) {
 // One block per (row, group): item = row · groups + group. The weight is [n] (indexed by channel) or
 // [group] (shared by every group).
 __global__ void gated_rms_norm_kernel(GatedRmsNormArgs a) {
+  cuda::pdl_begin();
   const int64_t n = a.x.n, g = a.group, groups = n / g;
   for (int64_t item = blockIdx.x; item < a.x.rows * groups; item += gridDim.x) {
     const int64_t r = item / groups, g0 = (item % groups) * g;
@@ -89,6 +91,7 @@ __global__ void gated_rms_norm_kernel(GatedRmsNormArgs a) {
 }
 
 __global__ void l2_norm_kernel(L2NormArgs a) {
+  cuda::pdl_begin();
   const int64_t n = a.x.n;
   for (int64_t r = blockIdx.x; r < a.x.rows; r += gridDim.x) {
     const float* x = a.x.row(r);
@@ -104,21 +107,22 @@ __global__ void l2_norm_kernel(L2NormArgs a) {
 void CudaBackend::rms_norm(const RmsNormArgs& a) {
   enter();
   if (a.x.rows == 0 || a.x.n == 0) return;
-  rms_norm_kernel<<<cuda::grid_blocks(a.x.rows), cuda::kThreads, 0, stream()>>>(a);
+  cuda::launch(rms_norm_kernel, cuda::grid_blocks(a.x.rows), cuda::kThreads, 0, stream(), a);
   cuda::check(cudaGetLastError(), "rms_norm launch");
 }
 
 void CudaBackend::gated_rms_norm(const GatedRmsNormArgs& a) {
   enter();
   if (a.x.rows == 0 || a.x.n == 0 || a.group <= 0) return;
-  gated_rms_norm_kernel<<<cuda::grid_blocks(a.x.rows * (a.x.n / a.group)), cuda::kThreads, 0, stream()>>>(a);
+  cuda::launch(gated_rms_norm_kernel, cuda::grid_blocks(a.x.rows * (a.x.n / a.group)), cuda::kThreads, 0,
+               stream(), a);
   cuda::check(cudaGetLastError(), "gated_rms_norm launch");
 }
 
 void CudaBackend::l2_norm(const L2NormArgs& a) {
   enter();
   if (a.x.rows == 0 || a.x.n == 0) return;
-  l2_norm_kernel<<<cuda::grid_blocks(a.x.rows), cuda::kThreads, 0, stream()>>>(a);
+  cuda::launch(l2_norm_kernel, cuda::grid_blocks(a.x.rows), cuda::kThreads, 0, stream(), a);
   cuda::check(cudaGetLastError(), "l2_norm launch");
 }
 

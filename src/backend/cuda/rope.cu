@@ -21,6 +21,7 @@ struct FreqChunk {
 // table[t, i0 + j] = cos(angle), table[t, R/2 + i0 + j] = sin(angle), angle = freq.f[j] · positions[t], for
 // j < count. Blocks stride over tokens (y) and frequencies (x).
 __global__ void rope_cos_sin_kernel(RopeCosSinArgs a, FreqChunk freq, int64_t i0, int64_t count) {
+  cuda::pdl_begin();
   const int64_t half = a.R / 2;
   for (int64_t t = blockIdx.y; t < a.T; t += gridDim.y) {
     const float p = static_cast<float>(a.positions[t]);
@@ -38,6 +39,7 @@ __global__ void rope_cos_sin_kernel(RopeCosSinArgs a, FreqChunk freq, int64_t i0
 // [R/2, R/2 + D − R) copies element R + j − R/2 when out is not x. In place (out = x) each pair is read and
 // written by one thread.
 __global__ void rope_kernel(RopeArgs a) {
+  cuda::pdl_begin();
   const int64_t half = a.R / 2, work = half + (a.D - a.R);
   for (int64_t item = blockIdx.y; item < a.T * a.H; item += gridDim.y) {
     const int64_t t = item / a.H, h = item % a.H;
@@ -73,7 +75,7 @@ void CudaBackend::rope_cos_sin(const RopeCosSinArgs& a) {
     FreqChunk freq{};
     for (int64_t j = 0; j < count; ++j) freq.f[j] = a.inv_freq[i0 + j];
     const dim3 grid(cuda::grid_blocks(count, kRopeThreads), cuda::grid_blocks(a.T));
-    rope_cos_sin_kernel<<<grid, kRopeThreads, 0, stream()>>>(a, freq, i0, count);
+    cuda::launch(rope_cos_sin_kernel, grid, kRopeThreads, 0, stream(), a, freq, i0, count);
     cuda::check(cudaGetLastError(), "rope_cos_sin launch");
   }
 }
@@ -83,7 +85,7 @@ void CudaBackend::rope(const RopeArgs& a) {
   const int64_t work = a.R / 2 + (a.D - a.R);
   if (a.T == 0 || a.H == 0 || work <= 0) return;
   const dim3 grid(cuda::grid_blocks(work, kRopeThreads), cuda::grid_blocks(a.T * a.H));
-  rope_kernel<<<grid, kRopeThreads, 0, stream()>>>(a);
+  cuda::launch(rope_kernel, grid, kRopeThreads, 0, stream(), a);
   cuda::check(cudaGetLastError(), "rope launch");
 }
 

@@ -32,6 +32,7 @@ __device__ inline Best better(Best p, Best q) {
 }
 
 __global__ void argmax_kernel(ArgmaxArgs a) {
+  cuda::pdl_begin();
   __shared__ float part_value[32];
   __shared__ int64_t part_index[32];
   for (int64_t r = blockIdx.x; r < a.rows; r += gridDim.x) {
@@ -65,7 +66,7 @@ __global__ void argmax_kernel(ArgmaxArgs a) {
 void CudaBackend::argmax(const ArgmaxArgs& a) {
   enter();
   if (a.rows == 0) return;
-  argmax_kernel<<<cuda::grid_blocks(a.rows), cuda::kThreads, 0, stream()>>>(a);
+  cuda::launch(argmax_kernel, cuda::grid_blocks(a.rows), cuda::kThreads, 0, stream(), a);
   cuda::check(cudaGetLastError(), "argmax launch");
 }
 
@@ -186,6 +187,7 @@ __device__ inline int64_t key_id(uint64_t k) {
 
 __global__ void __launch_bounds__(kSampleThreads)
     sample_prepare_kernel(SampleRowsArgs a, float* work, int32_t* counts, uint64_t* keys, int* offsets) {
+  cuda::pdl_begin();
   const int64_t V = a.V;
   for (int64_t r = blockIdx.x; r < a.n; r += gridDim.x) {
     const SampleRowDesc d = a.rows[r];
@@ -315,6 +317,7 @@ __device__ inline float row_raw_max(const ChunkStats* st, int64_t C) {
 // 1: each chunk's best of the working row and largest raw logit.
 __global__ void __launch_bounds__(kStatThreads)
     sample_stats_kernel(SampleRowsArgs a, const float* work, ChunkStats* stats) {
+  cuda::pdl_begin();
   const int64_t V = a.V, C = gridDim.x;
   for (int64_t r = blockIdx.y; r < a.n; r += gridDim.y) {
     const SampleRowDesc d = a.rows[r];
@@ -339,6 +342,7 @@ __global__ void __launch_bounds__(kStatThreads)
 
 // 2: each chunk's Σ expf(raw − the row's largest raw logit), in double.
 __global__ void __launch_bounds__(kStatThreads) sample_exp_sum_kernel(SampleRowsArgs a, ChunkStats* stats) {
+  cuda::pdl_begin();
   const int64_t V = a.V, C = gridDim.x;
   for (int64_t r = blockIdx.y; r < a.n; r += gridDim.y) {
     const SampleRowDesc d = a.rows[r];
@@ -364,6 +368,7 @@ __device__ inline double weight_at(float l, float max_logit, float temperature) 
 __global__ void __launch_bounds__(kSampleThreads)
     sample_choose_kernel(SampleRowsArgs a, const float* work, const uint64_t* sorted,
                          const ChunkStats* stats) {
+  cuda::pdl_begin();
   const int64_t V = a.V, C = chunks(V);
   for (int64_t r = blockIdx.x; r < a.n; r += gridDim.x) {
     const SampleRowDesc d = a.rows[r];
@@ -474,13 +479,13 @@ void CudaBackend::sample_rows(const SampleRowsArgs& a) {
   auto* stats = reinterpret_cast<ChunkStats*>(base + l.stats);
   const unsigned grid = cuda::grid_blocks(a.n);
   if (a.any_penalty || a.n_bias > 0 || a.any_truncation) {  // else prepare would leave every row as it is
-    sample_prepare_kernel<<<grid, kSampleThreads, 0, stream()>>>(a, work, counts, keys_in, offsets);
+    cuda::launch(sample_prepare_kernel, grid, kSampleThreads, 0, stream(), a, work, counts, keys_in, offsets);
     cuda::check(cudaGetLastError(), "sample_rows prepare launch");
   }
   const dim3 stat_grid(static_cast<unsigned>(chunks(a.V)), grid);
-  sample_stats_kernel<<<stat_grid, kStatThreads, 0, stream()>>>(a, work, stats);
+  cuda::launch(sample_stats_kernel, stat_grid, kStatThreads, 0, stream(), a, work, stats);
   cuda::check(cudaGetLastError(), "sample_rows stats launch");
-  sample_exp_sum_kernel<<<stat_grid, kStatThreads, 0, stream()>>>(a, stats);
+  cuda::launch(sample_exp_sum_kernel, stat_grid, kStatThreads, 0, stream(), a, stats);
   cuda::check(cudaGetLastError(), "sample_rows exp-sum launch");
   if (a.any_truncation) {
     size_t temp = l.temp_bytes;
@@ -490,7 +495,7 @@ void CudaBackend::sample_rows(const SampleRowsArgs& a) {
             static_cast<const int*>(offsets), static_cast<const int*>(offsets + 1), 0, 64, stream()),
         "sample_rows sort");
   }
-  sample_choose_kernel<<<grid, kSampleThreads, 0, stream()>>>(a, work, keys_out, stats);
+  cuda::launch(sample_choose_kernel, grid, kSampleThreads, 0, stream(), a, work, keys_out, stats);
   cuda::check(cudaGetLastError(), "sample_rows choose launch");
 }
 

@@ -39,6 +39,7 @@ __device__ __forceinline__ float dt_of(const SsdScanArgs& a, int64_t t, int64_t 
 // Grid: H · ⌈P / kRows⌉ blocks, head-major. Dynamic shared memory (floats): S rows [kRows, N], then for
 // kStage tokens at a time their B and C rows [kStage, N] each, dt and e^{dt·A} [kStage] each.
 __global__ void __launch_bounds__(kThreads) ssd_scan_kernel(const SsdScanArgs a) {
+  cuda::pdl_begin();
   extern __shared__ float smem[];
   const int64_t N = a.N, p_blocks = (a.P + kRows - 1) / kRows;
   const int64_t h = blockIdx.x / p_blocks, p0 = blockIdx.x % p_blocks * kRows;
@@ -147,6 +148,7 @@ __device__ void chunk_dt_lambda(const SsdScanArgs& a, int64_t t0, int64_t Qc, in
 // 32 at a time. Shared (floats): dt, lam [Q]; Xw [32, 32]; Bs [32, 64].
 constexpr int kStateThreads = 256, kStateTp = 32, kStateTn = 64, kStateTj = 32;
 __global__ void __launch_bounds__(kStateThreads) ssd_chunk_state_kernel(const SsdScanArgs a, const Round r) {
+  cuda::pdl_begin();
   extern __shared__ float smem[];
   const int64_t h = blockIdx.x % a.H, c = blockIdx.x / a.H, g = h / (a.H / a.G);
   const int64_t n_tiles = (a.N + kStateTn - 1) / kStateTn;
@@ -202,6 +204,7 @@ __global__ void __launch_bounds__(kStateThreads) ssd_chunk_state_kernel(const Ss
 // 2. One thread per element e of the state [H, P, N], the round's chunks in order: Sin[c] = S, then
 // S ← e^{Λ_last}·S + Sc[c]; the state is written back once.
 __global__ void ssd_state_pass_kernel(const SsdScanArgs a, const Round r) {
+  cuda::pdl_begin();
   const int64_t per_head = a.P * a.N, e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
   if (e >= a.H * per_head) return;
   const int64_t h = e / per_head, stride = a.H * per_head;
@@ -237,6 +240,7 @@ __host__ __device__ constexpr int64_t align4(int64_t floats) {
 
 template <int kPT>
 __global__ void __launch_bounds__(kOThreads) ssd_chunk_output_kernel(const SsdScanArgs a, const Round r) {
+  cuda::pdl_begin();
   extern __shared__ __align__(16) float smem[];
   constexpr int kPLd = 64 * kPT;  // Xs's row stride: the padded P
   constexpr int kSLd = kPLd + 4;  // St's (4-way bank conflicts where its columns are stored, not 32)
@@ -388,8 +392,8 @@ void CudaBackend::ssd_scan(const SsdScanArgs& a) {
   if (!chunked(a)) {
     const int64_t blocks = a.H * ((a.P + kRows - 1) / kRows), smem = shared_bytes(a);
     cuda::mixer::allow_shared(ssd_scan_kernel, smem, "ssd_scan shared memory");
-    ssd_scan_kernel<<<cuda::mixer::grid_blocks(blocks, "ssd_scan"), kThreads, static_cast<size_t>(smem),
-                      stream()>>>(a);
+    cuda::launch(ssd_scan_kernel, cuda::mixer::grid_blocks(blocks, "ssd_scan"), kThreads,
+                 static_cast<size_t>(smem), stream(), a);
     cuda::check(cudaGetLastError(), "ssd_scan launch");
     return;
   }
@@ -411,11 +415,12 @@ void CudaBackend::ssd_scan(const SsdScanArgs& a) {
     r.t_base = c0 * a.Q;
     r.chunks = std::min(kRoundChunks, chunks_total - c0);
     const unsigned int hc = cuda::mixer::grid_blocks(a.H * r.chunks, "ssd_scan");
-    ssd_chunk_state_kernel<<<dim3(hc, state_tiles), kStateThreads, static_cast<size_t>(state_smem),
-                             stream()>>>(a, r);
-    ssd_state_pass_kernel<<<cuda::mixer::grid_blocks((elems + 255) / 256, "ssd_scan"), 256, 0, stream()>>>(a,
-                                                                                                           r);
-    output_kernel<<<dim3(hc, row_tiles), kOThreads, static_cast<size_t>(out_smem), stream()>>>(a, r);
+    cuda::launch(ssd_chunk_state_kernel, dim3(hc, state_tiles), kStateThreads,
+                 static_cast<size_t>(state_smem), stream(), a, r);
+    cuda::launch(ssd_state_pass_kernel, cuda::mixer::grid_blocks((elems + 255) / 256, "ssd_scan"), 256, 0,
+                 stream(), a, r);
+    cuda::launch(output_kernel, dim3(hc, row_tiles), kOThreads, static_cast<size_t>(out_smem), stream(), a,
+                 r);
     cuda::check(cudaGetLastError(), "ssd_scan launch");
   }
 }
