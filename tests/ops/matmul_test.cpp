@@ -284,36 +284,38 @@ TEST(Matmul, PackedRowViewBiasAndStridedRows) {
 
 // docs/OPS.md batch invariance for packed weights: a row's bits do not depend on T (decode in registers —
 // on AVX-512 through lookup tables for 2–5 bits — vs prefill panels of 64, k blocks of 512) or on the
-// thread count.
+// thread count. Rows of 17 groups of 64, and of 68 groups of 32 (decode widens the scales 64 groups at a
+// time: the second batch starts inside the row).
 TEST(Matmul, PackedBatchInvariantBitwise) {
   KEEL_TEST_RNG(rng);
   // f32 scales too: their products s·q are rounded, so a path that fused s·q + b where the other did not
   // would show
   for (int32_t bits : {2, 3, 4, 5, 6, 8})
-    for (DType sd : {DType::bf16, DType::f32}) {
-      SCOPED_TRACE(fmt::format("bits={} scales {}", bits, dtype_name(sd)));
-      std::vector<Tensor> batch_results;
-      OpBackend& first = *op_backends().front();
-      const int64_t in = 1024 + 64, out = 150;
-      PackedCase c = make_packed(first, rng, out, in, bits, 64, sd, 0.1 / (1 << bits), 0.05);
-      Tensor x = random_tensor(first, rng, DType::f32, {37, in});
-      Tensor bias = random_tensor(first, rng, DType::f32, {out});
-      for (OpBackend* ob : op_backends()) {
-        SCOPED_TRACE(ob->name);
-        Tensor y = nan_tensor(*ob, {37, out});
-        ops::matmul(ob->be(), x, c.w, bias, y);
-        for (int64_t t : {0, 17, 36}) {
-          Tensor alone = nan_tensor(*ob, {1, out});
-          ops::matmul(ob->be(), x.slice(0, t, 1), c.w, bias, alone);
-          EXPECT_TRUE(batch_invariant(*ob, alone, y.slice(0, t, 1))) << "row " << t;
-          Tensor nine = nan_tensor(*ob, {9, out});  // the prefill path at another T
-          const int64_t t0 = t > 8 ? t - 8 : t;
-          ops::matmul(ob->be(), x.slice(0, t0, 9), c.w, bias, nine);
-          EXPECT_TRUE(batch_invariant(*ob, nine.slice(0, t - t0, 1), y.slice(0, t, 1))) << "row " << t;
+    for (DType sd : {DType::bf16, DType::f16, DType::f32})
+      for (auto [in, group] : {std::pair<int64_t, int32_t>{1024 + 64, 64}, {2048 + 128, 32}}) {
+        SCOPED_TRACE(fmt::format("bits={} scales {} in={} group={}", bits, dtype_name(sd), in, group));
+        std::vector<Tensor> batch_results;
+        OpBackend& first = *op_backends().front();
+        const int64_t out = 150;
+        PackedCase c = make_packed(first, rng, out, in, bits, group, sd, 0.1 / (1 << bits), 0.05);
+        Tensor x = random_tensor(first, rng, DType::f32, {37, in});
+        Tensor bias = random_tensor(first, rng, DType::f32, {out});
+        for (OpBackend* ob : op_backends()) {
+          SCOPED_TRACE(ob->name);
+          Tensor y = nan_tensor(*ob, {37, out});
+          ops::matmul(ob->be(), x, c.w, bias, y);
+          for (int64_t t : {0, 17, 36}) {
+            Tensor alone = nan_tensor(*ob, {1, out});
+            ops::matmul(ob->be(), x.slice(0, t, 1), c.w, bias, alone);
+            EXPECT_TRUE(batch_invariant(*ob, alone, y.slice(0, t, 1))) << "row " << t;
+            Tensor nine = nan_tensor(*ob, {9, out});  // the prefill path at another T
+            const int64_t t0 = t > 8 ? t - 8 : t;
+            ops::matmul(ob->be(), x.slice(0, t0, 9), c.w, bias, nine);
+            EXPECT_TRUE(batch_invariant(*ob, nine.slice(0, t - t0, 1), y.slice(0, t, 1))) << "row " << t;
+          }
+          if (ob->is_cpu()) batch_results.push_back(y);
         }
-        if (ob->is_cpu()) batch_results.push_back(y);
+        size_t n = batch_results.size();
+        EXPECT_TRUE(bitwise_equal(batch_results[n - 1], batch_results[n - 2])) << "3 threads vs 1 thread";
       }
-      size_t n = batch_results.size();
-      EXPECT_TRUE(bitwise_equal(batch_results[n - 1], batch_results[n - 2])) << "3 threads vs 1 thread";
-    }
 }

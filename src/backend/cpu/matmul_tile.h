@@ -362,6 +362,24 @@ inline float stored_scalar(const char* p, DType dtype, int64_t i) {
   }
 }
 
+// Stored scalars [i0, i0 + n) (scales or biases of one packed row) as f32: out[i] = stored_scalar(p, dtype,
+// i0 + i). Not inlined (its f16 widening calls out, which must stay outside the callers' vector loops), so a
+// template on V: each ISA's file keeps its own copy, compiled for its own target (one shared non-template
+// copy could be the AVX-512 file's, run on an AVX2 machine).
+template <class V>
+__attribute__((noinline)) void widen_scalars(const char* p, DType dtype, int64_t i0, int64_t n, float* out) {
+  switch (dtype) {
+    case DType::bf16:
+      for (int64_t i = 0; i < n; ++i) out[i] = bf16_to_f32(reinterpret_cast<const uint16_t*>(p)[i0 + i]);
+      return;
+    case DType::f16:
+      for (int64_t i = 0; i < n; ++i) out[i] = f16_to_f32(reinterpret_cast<const uint16_t*>(p)[i0 + i]);
+      return;
+    default:
+      std::memcpy(out, reinterpret_cast<const float*>(p) + i0, static_cast<size_t>(n) * sizeof(float));
+  }
+}
+
 // Elements [k0, k0 + n) of a row, n a multiple of L: q·s + b, L at a time.
 template <class V, int B, bool Wide>
 inline __attribute__((always_inline)) void dequantize_span(const uint8_t* bytes, int64_t k0, int64_t n,
@@ -411,9 +429,11 @@ void dequantize_packed(const PackedRow& r, int64_t n, float* out, int64_t step) 
 // weight rows dequantized in registers and used at once — the values and the order of the panel path's
 // accumulate(), so both paths give the same bits. Where V has lookup tables for B bits (V::lut_regs), each
 // group's s·q + b for every q is computed once per weight row and the L-steps look their values up (one
-// permute instead of widening, multiplying and adding). Each row's bytes are prefetched NR rows on (the same
-// place in the next tile's row: a packed row is short, 512 bytes at 2 bits × 2048, so prefetching along the
-// row reaches little; without it the tile waited on memory: 8-bit decode streamed 12 GB/s, 31 with it). Not
+// permute instead of widening, multiplying and adding). Each row's bytes are prefetched 2·NR rows on (the
+// same place two tiles on: a packed row is short, 512 bytes at 2 bits × 2048, so prefetching along the row
+// reaches little; without it the tile waited on memory: 8-bit decode streamed 12 GB/s, 31 with it on the
+// Zen 5), into L2 (on the 2-vCPU Xeon, 4-bit PackedDecodeStream at 2 threads 15.4–15.7 GB/s against 11.3–12.1
+// into L1 one tile on; L1 one tile on and two tiles on into L2 measured in the same session). Not
 // inlined: inside packed_block, beside the six-row instance, GCC 12 kept the one-row tile's accumulators on
 // the stack (every FMA through memory).
 template <class V, int B, int MR>
@@ -434,18 +454,32 @@ __attribute__((noinline)) void packed_tile(const MatmulArgs& a, int64_t t0, int6
     for (int j = 0; j < NR; ++j) acc[i][j] = V::zero();
   const int64_t G = a.w_group_size, wide_end = (a.in * B / 8 - 16) * 8 / B;
   constexpr int kLut = V::template lut_regs<B>;  // table registers per weight row (0: unpack)
-  const int64_t ahead = NR * a.w_row_bytes;      // prefetch distance: the same place NR rows on
-  for (int64_t k0 = 0; k0 < a.in; k0 += G) {
+  const int64_t ahead = 2 * NR * a.w_row_bytes;  // prefetch distance: the same place 2·NR rows on
+  // The NR rows' scales and biases of kScaleGroups groups at a time, widened to f32 before the groups' loop
+  // (the values stored_scalar gives): inside it each is one broadcast from memory — no dtype branch, no
+  // division, no call (an f16 widening call made GCC keep the accumulators on the stack across every group).
+  constexpr int64_t kScaleGroups = 64;
+  float sb[NR][2][kScaleGroups];  // [row][scale, bias][group - g0]
+  const int64_t n_groups = a.in / G;
+  for (int64_t k0 = 0, g = 0; k0 < a.in; k0 += G, ++g) {
+    const int64_t gi = g % kScaleGroups;
+    if (gi == 0) {
+      const int64_t n = n_groups - g < kScaleGroups ? n_groups - g : kScaleGroups;
+      for (int j = 0; j < NR; ++j) {
+        widen_scalars<V>(sp[j], a.w_scale_dtype, g, n, sb[j][0]);
+        widen_scalars<V>(bp[j], a.w_scale_dtype, g, n, sb[j][1]);
+      }
+    }
     typename V::F s[NR], b[NR];
     typename V::F lut[NR][kLut > 0 ? kLut : 1];
     for (int j = 0; j < NR; ++j) {
-      s[j] = V::set1(stored_scalar(sp[j], a.w_scale_dtype, k0 / G));
-      b[j] = V::set1(stored_scalar(bp[j], a.w_scale_dtype, k0 / G));
+      s[j] = V::set1(sb[j][0][gi]);
+      b[j] = V::set1(sb[j][1][gi]);
       if constexpr (kLut > 0) V::template make_lut<B>(s[j], b[j], lut[j]);
     }
     for (int64_t k = k0; k < k0 + G; k += V::L) {
-      if ((k * B / 8) % 64 == 0)  // each row's line in the next tile's row (packed rows are short)
-        for (int j = 0; j < NR; ++j) _mm_prefetch(wp[j] + k * B / 8 + ahead, _MM_HINT_T0);
+      if ((k * B / 8) % 64 == 0)  // each row's line two tiles on, into L2 (packed rows are short)
+        for (int j = 0; j < NR; ++j) _mm_prefetch(wp[j] + k * B / 8 + ahead, _MM_HINT_T1);
       typename V::F wv[NR];
       if constexpr (kLut > 0) {  // the values looked up: s·q + b of the table, as below
         if (k <= wide_end)
