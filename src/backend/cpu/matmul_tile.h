@@ -432,8 +432,8 @@ void dequantize_packed(const PackedRow& r, int64_t n, float* out, int64_t step) 
 // permute instead of widening, multiplying and adding). Each row's bytes are prefetched 2·NR rows on (the
 // same place two tiles on: a packed row is short, 512 bytes at 2 bits × 2048, so prefetching along the row
 // reaches little; without it the tile waited on memory: 8-bit decode streamed 12 GB/s, 31 with it on the
-// Zen 5), into L2 (on the 2-vCPU Xeon, 4-bit PackedDecodeStream at 2 threads 15.4–15.7 GB/s against 11.3–12.1
-// into L1 one tile on; L1 one tile on and two tiles on into L2 measured in the same session). Not
+// Zen 5), into L2 (on the 2-vCPU Xeon, 4-bit PackedDecodeStream at 2 threads: 11.3–12.1 GB/s into L1 one tile
+// on, 14.8–14.9 into L2, 15.4–15.7 into L2 two tiles on; bench/results/cpu_packed_decode_2026-12-07.txt). Not
 // inlined: inside packed_block, beside the six-row instance, GCC 12 kept the one-row tile's accumulators on
 // the stack (every FMA through memory).
 template <class V, int B, int MR>
