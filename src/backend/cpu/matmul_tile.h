@@ -479,9 +479,9 @@ __attribute__((noinline)) void packed_tile(const MatmulArgs& a, int64_t t0, int6
     }
     for (int64_t k = k0; k < k0 + G; k += V::L) {
       // each row's line two tiles on, into L2 (packed rows are short), at the step that enters a new line of
-      // the row: 2B bytes a step, so at 3, 5 and 6 bits not only at offsets ≡ 0 mod 64 (that asked for one
+      // the row: L·B/8 bytes a step, so at 3, 5 and 6 bits not only at offsets ≡ 0 mod 64 (that asked for one
       // line of every three or five)
-      if ((k * B / 8) % 64 < 2 * B)
+      if ((k * B / 8) % 64 < V::L * B / 8)
         for (int j = 0; j < NR; ++j) _mm_prefetch(wp[j] + k * B / 8 + ahead, _MM_HINT_T1);
       typename V::F wv[NR];
       if constexpr (kLut > 0) {  // the values looked up: s·q + b of the table, as below
