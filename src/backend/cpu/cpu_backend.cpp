@@ -35,6 +35,11 @@ CpuIsa cpu_isa() {
   return isa;
 }
 
+bool cpu_vbmi() {
+  static const bool vbmi = cpu_isa() >= CpuIsa::avx512 && __builtin_cpu_supports("avx512vbmi");
+  return vbmi;
+}
+
 const char* cpu_isa_name(CpuIsa isa) {
   switch (isa) {
     case CpuIsa::generic:

@@ -12,6 +12,8 @@ enum class CpuIsa { generic, avx2, avx512, avx512_bf16 };
 // The best instruction set this CPU has (cached). KEEL_CPU_ISA=generic|avx2|avx512|avx512_bf16 caps it
 // (tests).
 CpuIsa cpu_isa();
+// Whether this CPU has AVX512-VBMI (vpmultishiftqb: the packed decode's lookups) and cpu_isa() is AVX-512.
+bool cpu_vbmi();
 const char* cpu_isa_name(CpuIsa isa);
 
 class CpuBackend final : public Backend {

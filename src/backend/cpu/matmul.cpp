@@ -54,7 +54,12 @@ void dequantize_packed(CpuIsa isa, const PackedRow& r, int64_t n, float* out) {
 void matmul(CpuBackend& be, const MatmulArgs& a) {
   if (a.T == 0 || a.out == 0) return;
   const bool avx512 = be.isa() >= CpuIsa::avx512, avx2 = be.isa() == CpuIsa::avx2;
-  auto* kernel = avx512 ? matmul_cols_avx512 : avx2 ? matmul_cols_avx2 : matmul_cols_generic;
+  // The VBMI build where the backend runs this CPU's best ISA and the CPU has VBMI (the op tests' lower
+  // AVX-512 tier then runs the other; the same bits either way).
+  auto* kernel = avx512 && be.isa() == cpu_isa() && cpu_vbmi() ? matmul_cols_avx512_vbmi
+                 : avx512                                      ? matmul_cols_avx512
+                 : avx2                                        ? matmul_cols_avx2
+                                                               : matmul_cols_generic;
   auto* pair_x = avx512 ? pair_x_avx512 : avx2 ? pair_x_avx2 : pair_x_generic;
   const int64_t workers = worker_count(a.out, be.threads()->size());
   Tensor xpair;  // [T, matmul_pair_floats(in)] f32: x in the pair order (bf16 weights)

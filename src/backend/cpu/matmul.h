@@ -58,6 +58,9 @@ void matmul_cols_generic(const MatmulArgs& a, int64_t o_begin, int64_t o_end, fl
 void matmul_cols_avx2(const MatmulArgs& a, int64_t o_begin, int64_t o_end, float* panel, const float* xpair);
 void matmul_cols_avx512(const MatmulArgs& a, int64_t o_begin, int64_t o_end, float* panel,
                         const float* xpair);
+// matmul_cols_avx512 compiled with AVX512-VBMI (its packed decode's lookups): only where cpu_vbmi().
+void matmul_cols_avx512_vbmi(const MatmulArgs& a, int64_t o_begin, int64_t o_end, float* panel,
+                             const float* xpair);
 // One row of x (`in` floats) into the pair order of that ISA's L (matmul_pair_floats(in) floats,
 // zero-padded).
 void pair_x_generic(const float* x, int64_t in, float* xp);

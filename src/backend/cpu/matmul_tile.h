@@ -481,23 +481,25 @@ __attribute__((noinline)) void packed_tile(const MatmulArgs& a, int64_t t0, int6
       if constexpr (kLut > 0) V::template make_lut<B>(s[j], b[j], lut[j]);
     }
     for (int64_t k = k0; k < k0 + G; k += V::L) {
+      const uint64_t off = static_cast<uint64_t>(k) * B / 8;  // the step's first byte in a row (unsigned: a
+                                                              // shift, no sign fix-up)
       // each row's line two tiles on, into L2 (packed rows are short), at the step that enters a new line of
       // the row: L·B/8 bytes a step, so at 3, 5 and 6 bits not only at offsets ≡ 0 mod 64 (that asked for one
       // line of every three or five)
-      if ((k * B / 8) % 64 < V::L * B / 8)
-        for (int j = 0; j < NR; ++j) _mm_prefetch(wp[j] + k * B / 8 + ahead, _MM_HINT_T1);
+      if (off % 64 < V::L * B / 8)
+        for (int j = 0; j < NR; ++j) _mm_prefetch(wp[j] + off + ahead, _MM_HINT_T1);
       typename V::F wv[NR];
       if constexpr (kLut > 0) {  // the values looked up: s·q + b of the table, as below
         if (k <= wide_end)
-          for (int j = 0; j < NR; ++j) wv[j] = V::template lookup<B, true>(wp[j] + k * B / 8, lut[j]);
+          for (int j = 0; j < NR; ++j) wv[j] = V::template lookup<B, true>(wp[j] + off, lut[j]);
         else
-          for (int j = 0; j < NR; ++j) wv[j] = V::template lookup<B, false>(wp[j] + k * B / 8, lut[j]);
+          for (int j = 0; j < NR; ++j) wv[j] = V::template lookup<B, false>(wp[j] + off, lut[j]);
       } else if (k <= wide_end) {  // 16 bytes from k·B/8 stay inside the row
         for (int j = 0; j < NR; ++j)
-          wv[j] = V::add(V::mul(V::template unpack<B, true>(wp[j] + k * B / 8), s[j]), b[j]);
+          wv[j] = V::add(V::mul(V::template unpack<B, true>(wp[j] + off), s[j]), b[j]);
       } else {
         for (int j = 0; j < NR; ++j)
-          wv[j] = V::add(V::mul(V::template unpack<B, false>(wp[j] + k * B / 8), s[j]), b[j]);
+          wv[j] = V::add(V::mul(V::template unpack<B, false>(wp[j] + off), s[j]), b[j]);
       }
       for (int i = 0; i < MR; ++i) {
         typename V::F xv = V::load(xp[i] + k);
