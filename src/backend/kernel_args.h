@@ -157,16 +157,7 @@ struct ParamVec {
   const void* data = nullptr;
   DType dtype = DType::f32;
   // Element i widened to f32 (host memory only: the CPU and reference backends read it this way).
-  float at(int64_t i) const {
-    switch (dtype) {
-      case DType::bf16:
-        return bf16_to_f32(static_cast<const uint16_t*>(data)[i]);
-      case DType::f16:
-        return f16_to_f32(static_cast<const uint16_t*>(data)[i]);
-      default:
-        return static_cast<const float*>(data)[i];
-    }
-  }
+  float at(int64_t i) const { return stored_f32(data, dtype, i); }
 };
 
 // ---- causal conv1d ---------------------------------------------------------------------------------------

@@ -101,17 +101,6 @@ std::string st_dtype(DType d) {
   return "?";
 }
 
-float stored_to_f32(const char* p, DType d, int64_t i) {
-  switch (d) {
-    case DType::bf16:
-      return bf16_to_f32(reinterpret_cast<const uint16_t*>(p)[i]);
-    case DType::f16:
-      return f16_to_f32(reinterpret_cast<const uint16_t*>(p)[i]);
-    default:
-      return reinterpret_cast<const float*>(p)[i];
-  }
-}
-
 void f32_to_stored(float v, DType d, char* p, int64_t i) {
   switch (d) {
     case DType::bf16:
@@ -405,7 +394,7 @@ class Quantizer {
     for (const Tensor& t : s.parts) {
       const char* base = static_cast<const char*>(t.data());
       for (int64_t i = 0; i < t.numel() / k; ++i, ++r) {
-        for (int64_t c = 0; c < k; ++c) row[static_cast<size_t>(c)] = stored_to_f32(base + i * k * eb, d, c);
+        for (int64_t c = 0; c < k; ++c) row[static_cast<size_t>(c)] = stored_f32(base + i * k * eb, d, c);
         quant::quantize_row(row.data(), k, p.group_size, p.bits,
                             reinterpret_cast<uint32_t*>(out.words.data()) + r * words, sc.data(), bi.data());
         for (int64_t g = 0; g < groups; ++g) {
@@ -425,7 +414,7 @@ class Quantizer {
     if (s.plus_one) {
       const DType d = s.parts[0].dtype();
       for (int64_t i = 0; i < s.parts[0].numel(); ++i)
-        f32_to_stored(stored_to_f32(b.data(), d, i) + 1.0f, d, b.data(), i);
+        f32_to_stored(stored_f32(b.data(), d, i) + 1.0f, d, b.data(), i);
     }
     return b;
   }

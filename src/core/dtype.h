@@ -45,4 +45,18 @@ inline uint16_t f32_to_bf16(float f) {
 float f16_to_f32(uint16_t h);
 uint16_t f32_to_f16(float f);
 
+// Element i of a host array of stored floats at p — bf16, f16, or f32 (any other dtype is read as f32: the
+// callers check the dtype first) — widened to f32 exactly. The one scalar widening of scales, biases, norm
+// weights and parameter vectors; kernels widen whole tiles with their own vector code.
+inline float stored_f32(const void* p, DType dtype, int64_t i) {
+  switch (dtype) {
+    case DType::bf16:
+      return bf16_to_f32(static_cast<const uint16_t*>(p)[i]);
+    case DType::f16:
+      return f16_to_f32(static_cast<const uint16_t*>(p)[i]);
+    default:
+      return static_cast<const float*>(p)[i];
+  }
+}
+
 }  // namespace keel

@@ -13,15 +13,7 @@ namespace keel::ops {
 
 // Element i of a 1-D f32/bf16/f16 tensor (checked by the caller), widened to float.
 inline float param_at(const Tensor& t, int64_t i) {
-  const void* p = t.at(i);
-  switch (t.dtype()) {
-    case DType::bf16:
-      return bf16_to_f32(*static_cast<const uint16_t*>(p));
-    case DType::f16:
-      return f16_to_f32(*static_cast<const uint16_t*>(p));
-    default:
-      return *static_cast<const float*>(p);
-  }
+  return stored_f32(t.at(i), t.dtype(), 0);
 }
 
 // The stride of dimension `dim` of an f32 view in floats; throws when it is not a whole number of floats.

@@ -351,20 +351,9 @@ inline __attribute__((always_inline)) __m128i nibbles_in_order(const uint8_t* p)
   return _mm_unpacklo_epi8(_mm_and_si128(x, m), _mm_and_si128(_mm_srli_epi16(x, 4), m));
 }
 
-inline float stored_scalar(const char* p, DType dtype, int64_t i) {
-  switch (dtype) {
-    case DType::bf16:
-      return bf16_to_f32(reinterpret_cast<const uint16_t*>(p)[i]);
-    case DType::f16:
-      return f16_to_f32(reinterpret_cast<const uint16_t*>(p)[i]);
-    default:
-      return reinterpret_cast<const float*>(p)[i];
-  }
-}
-
-// Stored scalars [i0, i0 + n) (scales or biases of one packed row) as f32: out[i] = stored_scalar(p, dtype,
+// Stored scalars [i0, i0 + n) (scales or biases of one packed row) as f32: out[i] = stored_f32(p, dtype,
 // i0 + i). The dtype switch is outside the loops so the bf16 and f32 ones vectorize: a loop over
-// stored_scalar itself (its switch per element) streamed 2–8-bit decode at 0.70–0.88× of this on the Xeon,
+// stored_f32 itself (its switch per element) streamed 2–8-bit decode at 0.70–0.88× of this on the Xeon,
 // since a tile widens NR × 2 × in/G scalars against NR × in/L steps of products. Not inlined (its f16
 // widening calls out, which must stay outside the callers' vector loops), so a template on V: each ISA's file
 // keeps its own copy, compiled for its own target (one shared non-template copy could be the AVX-512 file's,
@@ -399,8 +388,8 @@ void dequantize_bits(const PackedRow& r, int64_t n, float* out, int64_t step) {
   const int64_t wide_end = (n * B / 8 - 16) * 8 / B;
   for (int64_t k0 = 0; k0 < n; k0 += r.group_size) {
     const int64_t g = k0 / r.group_size;
-    const typename V::F s = V::set1(stored_scalar(r.scales, r.scale_dtype, g));
-    const typename V::F b = V::set1(stored_scalar(r.biases, r.scale_dtype, g));
+    const typename V::F s = V::set1(stored_f32(r.scales, r.scale_dtype, g));
+    const typename V::F b = V::set1(stored_f32(r.biases, r.scale_dtype, g));
     const int64_t k1 = k0 + r.group_size;
     // [k0, split) wide, [split, k1) exact; split a multiple of L
     const int64_t split = std::max(k0, std::min(k1, (wide_end + 1) / V::L * V::L));
@@ -459,7 +448,7 @@ __attribute__((noinline)) void packed_tile(const MatmulArgs& a, int64_t t0, int6
   constexpr int kLut = V::template lut_regs<B>;  // table registers per weight row (0: unpack)
   const int64_t ahead = 2 * NR * a.w_row_bytes;  // prefetch distance: the same place 2·NR rows on
   // The NR rows' scales and biases of kScaleGroups groups at a time, widened to f32 before the groups' loop
-  // (the values stored_scalar gives): inside it each is one broadcast from memory — no dtype branch, no
+  // (the values stored_f32 gives): inside it each is one broadcast from memory — no dtype branch, no
   // division, no call (an f16 widening call made GCC keep the accumulators on the stack across every group).
   constexpr int64_t kScaleGroups = 64;
   float sb[NR][2][kScaleGroups];  // [row][scale, bias][group - g0]

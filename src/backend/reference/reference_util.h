@@ -8,20 +8,9 @@
 
 namespace keel::reference_util {
 
-inline double stored_value(const char* p, DType dtype, int64_t i) {
-  switch (dtype) {
-    case DType::bf16:
-      return bf16_to_f32(reinterpret_cast<const uint16_t*>(p)[i]);
-    case DType::f16:
-      return f16_to_f32(reinterpret_cast<const uint16_t*>(p)[i]);
-    default:
-      return reinterpret_cast<const float*>(p)[i];
-  }
-}
-
 // n stored values (f32/bf16/f16) to double.
 inline void widen(const char* p, DType dtype, int64_t n, double* out) {
-  for (int64_t i = 0; i < n; ++i) out[i] = stored_value(p, dtype, i);
+  for (int64_t i = 0; i < n; ++i) out[i] = stored_f32(p, dtype, i);
 }
 
 // One packed row (MLX affine): element i is bits [i·b, i·b + b) of the little-endian bit stream of the u32
@@ -34,7 +23,7 @@ inline void dequantize_row(const char* words, const char* scales, const char* bi
     uint64_t v = w[word] >> shift;
     if (shift + bits > 32) v |= static_cast<uint64_t>(w[word + 1]) << (32 - shift);
     const double q = static_cast<double>(v & ((uint64_t{1} << bits) - 1));
-    out[i] = stored_value(scales, scale_dtype, i / group) * q + stored_value(biases, scale_dtype, i / group);
+    out[i] = stored_f32(scales, scale_dtype, i / group) * q + stored_f32(biases, scale_dtype, i / group);
   }
 }
 
