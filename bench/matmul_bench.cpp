@@ -165,7 +165,7 @@ BENCHMARK(BM_DecodeStream)
 // 2048 × 2048 matrices MLX-packed (4.3 MB at 8 bits, 1.2 MB at 2 bits), 64 copies (streamed, not cached),
 // every bit width at 2 threads, 2, 3 and 4 bits at 1 (steadier on a shared machine); and one copy at one
 // thread, every width: the matrix stays in the L2/L3, so the time is the kernel's instructions, not the
-// memory's (on the Zen 5 of 2026-12-08, 2 and 4 bits took 110 and 125 µs: instruction-bound alike).
+// memory's (on the Zen 5 of 2026-12-08, 2 and 4 bits took 117 and 125 µs: instruction-bound alike).
 BENCHMARK(BM_PackedDecodeStream)
     ->Name("PackedDecodeStream")
     ->ArgNames({"in", "out", "bits", "copies", "threads"})

@@ -66,8 +66,10 @@ struct VGeneric {
   template <int B, bool Wide>
   static F unpack(const uint8_t* p) {
     uint64_t bits = 0;
-    if constexpr (B == 2 || B == 4 || B == 8 || Wide)
-      std::memcpy(&bits, p, B == 2 || B == 4 || B == 8 ? B : 8);
+    if constexpr (B == 2 || B == 4 || B == 8)
+      std::memcpy(&bits, p, B);
+    else if constexpr (Wide)
+      std::memcpy(&bits, p, 8);
     else
       for (int i = 0; i < B; ++i) bits |= static_cast<uint64_t>(p[i]) << (8 * i);
     F r;
